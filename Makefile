@@ -1,0 +1,39 @@
+# Two commands on a fresh machine (Python >= 3.10, no GPU needed):
+#   make train   venv + CPU stack, then GRPO training (CPU profile without a GPU)
+#   make test    venv + CPU stack, then unit tests and every notebook executed with nbmake
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# GSM8K beside the clone if present; otherwise empty, and the loader uses the hub or its sample.
+GSM8K_DIR ?= $(wildcard $(abspath ../shared/data/gsm8k))
+export GSM8K_DIR
+
+.PHONY: venv train test unit notebooks sync-notebooks clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements-common.txt requirements-cpu.txt requirements-nodeps.txt requirements-cpu-nodeps.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements-cpu.txt
+	$(BIN)/pip install -q --no-deps -r requirements-nodeps.txt -r requirements-cpu-nodeps.txt
+	$(BIN)/pip install -q --no-deps -e .
+	touch $(STAMP)
+
+train: venv
+	$(BIN)/python -m helpers train $(if $(PROFILE),--profile $(PROFILE)) $(if $(MAX_STEPS),--max-steps $(MAX_STEPS))
+
+test: unit notebooks
+
+unit: venv
+	$(BIN)/python -m pytest tests
+
+notebooks: venv
+	$(BIN)/python -m pytest --nbmake --nbmake-timeout=1800 notebooks
+
+sync-notebooks: venv
+	$(BIN)/python -m helpers sync-notebooks
+
+clean:
+	rm -rf $(VENV) outputs results

@@ -1,0 +1,56 @@
+"""Grading speed: our grader vs plain Math-Verify on the 1,319 GSM8K test labels.
+
+Each label becomes a well-formatted completion (the GSM8K solution as reasoning, the label
+as answer), graded against the label. Prints completions/second and accuracy for both.
+
+    GSM8K_DIR=/path/to/gsm8k python benchmarks/bench_grading.py
+"""
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+from helpers.data import extract_hash_answer
+from helpers.grading import extract_answer, is_equivalent
+
+DEFAULT_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "gsm8k"
+
+
+def completions_and_golds() -> tuple[list[str], list[str]]:
+    """Gold-formatted completions (solution as reasoning) and labels of the test split."""
+    path = Path(os.environ.get("GSM8K_DIR", DEFAULT_DIR)) / "test.jsonl"
+    rows = [json.loads(line) for line in path.open()]
+    golds = [extract_hash_answer(r["answer"]) for r in rows]
+    texts = [f"<reasoning>\n{r['answer'].split('####')[0].strip()}\n</reasoning>\n"
+             f"<answer>\n{g}\n</answer>\n" for r, g in zip(rows, golds)]
+    return texts, golds
+
+
+def ours(texts, golds) -> list[bool]:
+    return [is_equivalent(extract_answer(t), g) for t, g in zip(texts, golds)]
+
+
+def plain_math_verify(texts, golds) -> list[bool]:
+    from math_verify import parse, verify
+
+    return [verify(parse(g), parse(t)) for t, g in zip(texts, golds)]
+
+
+def main() -> None:
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
+    texts, golds = completions_and_golds()
+    plain_math_verify(texts[:5], golds[:5])  # import and warm up both before timing
+    ours(texts[:5], golds[:5])
+    print(f"{len(texts)} GSM8K test completions")
+    for name, grade in [("ours (helpers.grading)", ours), ("plain Math-Verify", plain_math_verify)]:
+        start = time.perf_counter()
+        results = grade(texts, golds)
+        seconds = time.perf_counter() - start
+        print(f"{name:24s} {len(texts) / seconds:12,.0f} completions/s   "
+              f"correct {sum(results)}/{len(results)}")
+
+
+if __name__ == "__main__":
+    main()

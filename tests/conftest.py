@@ -1,0 +1,47 @@
+"""Shared test setup: offline hub, real GSM8K beside the clone, a tiny random model."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_GSM8K = REPO.parent / "shared" / "data" / "gsm8k"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+if SHARED_GSM8K.exists():
+    os.environ.setdefault("GSM8K_DIR", str(SHARED_GSM8K))
+
+
+@pytest.fixture(scope="session")
+def gsm8k_dir() -> Path:
+    path = Path(os.environ.get("GSM8K_DIR", SHARED_GSM8K))
+    if not (path / "train.jsonl").exists():
+        pytest.skip(f"GSM8K not found at {path} (set GSM8K_DIR)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> Path:
+    from helpers.models import smollm2_checkpoint
+
+    return smollm2_checkpoint()
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory, smollm2_dir) -> Path:
+    """A 2-layer random Llama with SmolLM2's tokenizer, saved like a hub checkpoint."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(smollm2_dir)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=1024, bos_token_id=tokenizer.bos_token_id,
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+                         tie_word_embeddings=True)
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("tiny-llama")
+    LlamaForCausalLM(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path

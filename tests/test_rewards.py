@@ -1,0 +1,109 @@
+"""Tests for helpers.rewards: the issue's cases, the TRL interface and the seeds' failures."""
+
+import json
+
+import pytest
+
+from helpers import rewards as R
+from helpers.data import extract_hash_answer
+from helpers.grading import GradingWarning
+
+GOLD = "<reasoning>\nFirst 3*4=12.\nThen 12+6=18.\n</reasoning>\n<answer>\n18\n</answer>\n"
+FIXED = dict(xml=R.xmlcount_reward_func, soft=R.soft_format_reward_func,
+             strict=R.strict_format_reward_func, int=R.int_reward_func,
+             correct=R.correctness_reward_func)
+
+
+def score(text, gold="18", funcs=FIXED):
+    """Reward of one conversational completion under each named function."""
+    conv = [[{"role": "assistant", "content": text}]]
+    return {name: f(prompts=[[]], completions=conv, answer=[gold])[0] for name, f in funcs.items()}
+
+
+def formatted(answer, reasoning="Some steps.\nMore steps."):
+    return f"<reasoning>\n{reasoning}\n</reasoning>\n<answer>\n{answer}\n</answer>\n"
+
+
+# The issue's table: (completion, gold, expected rewards)
+CASES = [
+    (GOLD, "18", dict(soft=0.5, strict=0.5, correct=2.0, xml=0.5, int=0.5)),
+    (GOLD[:-1], "18", dict(strict=0.5, xml=0.5, soft=0.5, correct=2.0)),
+    ("\n" + GOLD, "18", dict(soft=0.5, correct=2.0)),
+    (formatted("-3"), "3", dict(correct=0.0, int=0.5)),
+    (formatted("$1,234"), "1234", dict(correct=2.0, int=0.5)),
+    (formatted("29.00"), "29", dict(correct=2.0)),
+    (formatted("18."), "18", dict(correct=2.0)),
+    (formatted("3,5"), "35", dict(correct=0.0, int=0.0)),
+    (formatted("\\boxed{42}"), "42", dict(correct=2.0, int=0.5)),
+    ("\\boxed{\\frac{1}{3}}", "\\frac{1}{2}", dict(correct=0.0)),
+    ("Guess \\boxed{2}, no wait, it is \\boxed{3}.", "3", dict(correct=2.0)),
+    ("<answer>\n7\n</answer>\n<answer>\n18\n</answer>\n", "18", dict(correct=0.0, soft=0.0)),
+    ("<answer></answer>", "18", dict(correct=0.0, int=0.0, soft=0.0, strict=0.0)),
+    (formatted("0.5"), "1/2", dict(correct=2.0, int=0.0)),
+    (formatted("1,000"), "1000", dict(int=0.5, correct=2.0)),
+]
+
+
+@pytest.mark.parametrize("text, gold, expected", CASES)
+def test_issue_cases(text, gold, expected):
+    got = score(text, gold)
+    assert {k: got[k] for k in expected} == pytest.approx(expected)
+
+
+def test_unparseable_gold_scores_zero_and_warns():
+    with pytest.warns(GradingWarning):
+        assert score("\\boxed{\\frac{64}{400}}", "\\frac{63}{400")["correct"] == 0.0
+
+
+@pytest.mark.parametrize("end", ["<|im_end|>", "\n<|im_end|>", "<|endoftext|>"])
+def test_trailing_eos_token_does_not_cost_format(end):
+    got = score(GOLD + end)
+    assert got["xml"] == 0.5 and got["strict"] == 0.5
+
+
+def test_xmlcount_penalizes_trailing_text_but_stays_nonnegative():
+    assert score(GOLD + "bye")["xml"] == pytest.approx(0.5 - 0.003)
+    assert score(GOLD + "x" * 5000)["xml"] >= 0.0
+
+
+def test_multiline_and_whitespace_formats():
+    loose = "  <reasoning>a\nb</reasoning>\n\n<answer> 18 </answer> trailing"
+    assert score(loose) == pytest.approx(dict(xml=0.0, soft=0.5, strict=0.0, int=0.5, correct=2.0))
+    blank = "<reasoning>\n \n</reasoning>\n<answer>\n18\n</answer>\n"
+    assert score(blank)["strict"] == score(blank)["soft"] == 0.0
+
+
+def test_plain_string_completions_and_reward_list():
+    got = R.correctness_reward_func(completions=[GOLD, "nothing"], answer=["18", "18"])
+    assert got == [2.0, 0.0]
+    assert [f.__name__ for f in R.REWARD_FUNCS] == [
+        "xmlcount_reward_func", "soft_format_reward_func", "strict_format_reward_func",
+        "int_reward_func", "correctness_reward_func"]
+    seed_names = ["seed_" + f.__name__ for f in R.REWARD_FUNCS]
+    assert [f.__name__ for f in R.SEED_REWARD_FUNCS] == seed_names
+
+
+def test_bad_inputs_raise_clear_errors():
+    with pytest.raises(ValueError, match="gold answers"):
+        R.correctness_reward_func(completions=[GOLD, GOLD], answer=["18"])
+    with pytest.raises(TypeError, match="completion must be"):
+        R.int_reward_func(completions=[42])
+
+
+def test_seed_failures_that_the_course_shows():
+    seeds = dict(zip(FIXED, R.SEED_REWARD_FUNCS))
+    assert score(GOLD, funcs=seeds)["strict"] == 0.0  # multi-line reasoning never matches
+    assert score(GOLD, funcs=seeds)["soft"] == 0.0
+    assert score(formatted("$1,234"), "1234", funcs=seeds)["correct"] == 0.0  # right, unpaid
+    assert score(formatted("-3"), "-3", funcs=seeds)["int"] == 0.0
+    hedge = "<answer>\n7\n</answer>\n<answer>\n18\n</answer>\n"
+    assert score(hedge, funcs=seeds)["correct"] == 2.0  # hedging pays
+    assert score(GOLD[:-1], funcs=seeds)["xml"] < 0.5
+
+
+def test_every_gsm8k_label_is_correct_against_itself(gsm8k_dir):
+    labels = [extract_hash_answer(json.loads(line)["answer"])
+              for split in ("train", "test") for line in open(gsm8k_dir / f"{split}.jsonl")]
+    assert len(labels) == 8792
+    rewards = R.correctness_reward_func(completions=[formatted(x) for x in labels], answer=labels)
+    assert [x for x, r in zip(labels, rewards) if r != 2.0] == []
