@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 from .hub import hub_reachable
@@ -60,10 +62,16 @@ def smollm2_checkpoint() -> Path:
     tokenizer = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=SMOLLM2_GGUF)
     tokenizer.eos_token = tokenizer.pad_token = CHAT_END
     model = AutoModelForCausalLM.from_pretrained(gguf_dir, gguf_file=SMOLLM2_GGUF)
-    tmp = target.with_name(target.name + ".tmp")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))  # one per process
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
-    tmp.rename(target)  # atomic: a half-written checkpoint is never picked up
+    try:
+        tmp.rename(target)  # atomic: a half-written checkpoint is never picked up
+    except OSError:  # another process finished first: keep its copy
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not (target / "model.safetensors").exists():
+            raise
     return target
 
 

@@ -49,3 +49,27 @@ def test_generate_returns_only_the_completion_greedy_is_deterministic(tiny_model
     assert all("What is 2 + 2?" not in c for c in first)
     with pytest.raises(ValueError, match="lora_path"):
         generate(model, tokenizer, prompts, max_new_tokens=2, lora_path="adapter")
+
+
+def test_concurrent_conversion_keeps_the_first_finished_copy(monkeypatch, tmp_path):
+    """Bug: two processes converting at once shared one .tmp dir and the loser crashed."""
+    import transformers
+
+    target = tmp_path / "SmolLM2-135M-Instruct"
+
+    class FakeCheckpoint:  # writes like save_pretrained; the "other process" finishes meanwhile
+        eos_token = pad_token = None
+
+        def save_pretrained(self, path):
+            (path / "model.safetensors").write_text("ours")
+            if not target.exists():
+                target.mkdir()
+                (target / "model.safetensors").write_text("theirs")
+
+    fake = classmethod(lambda cls, *args, **kwargs: FakeCheckpoint())
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", fake)
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", fake)
+    monkeypatch.setenv("GRPO_CACHE_DIR", str(tmp_path))
+    assert smollm2_checkpoint() == target
+    assert (target / "model.safetensors").read_text() == "theirs"
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]  # no temp dir left behind
