@@ -61,7 +61,7 @@ def load_gsm8k(split: str = "train", data_dir: str | os.PathLike | None = None, 
     """
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    rows, source = _read_rows(split, data_dir)
+    rows, source = read_rows(split, data_dir)
     if n is not None:
         rows = rows[:n]
     from datasets import Dataset, DatasetInfo
@@ -74,7 +74,9 @@ def load_gsm8k(split: str = "train", data_dir: str | os.PathLike | None = None, 
     return Dataset.from_dict(records, info=DatasetInfo(description=source))
 
 
-def _read_rows(split: str, data_dir) -> tuple[list[dict], str]:
+def read_rows(split: str, data_dir: str | os.PathLike | None = None) -> tuple[list[dict], str]:
+    """Raw GSM8K rows ``{"question", "answer"}`` (``answer`` = the whole worked solution) and a
+    description of their source, from the sources listed in the module docstring."""
     directory = data_dir or os.environ.get("GSM8K_DIR")
     if directory:
         path = Path(directory) / f"{split}.jsonl"

@@ -138,6 +138,13 @@ def load_model(profile: Profile, model_path: str | os.PathLike | None = None, lo
     return model, tokenizer
 
 
+def import_backend(profile: Profile) -> None:
+    """Import Unsloth for a GPU profile, before anything imports transformers, trl or peft,
+    so that it can patch them (it warns otherwise). No-op for the transformers backend."""
+    if profile.backend == "unsloth":
+        import unsloth  # noqa: F401
+
+
 def lora_config(profile: Profile):
     """PEFT ``LoraConfig`` for a profile (rank, alpha, target projections)."""
     from peft import LoraConfig

@@ -27,6 +27,7 @@ def plot_training_curves(metrics_csv: str | Path, save_to: str | Path | None = N
     """
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.ticker import MaxNLocator
 
     m = read_metrics(metrics_csv)
     steps = m.get("step", [])
@@ -48,6 +49,8 @@ def plot_training_curves(metrics_csv: str | Path, save_to: str | Path | None = N
     axes[1, 0].set(title="KL(policy || reference), k3 estimate", xlabel="step", ylabel="nats/token")
     axes[1, 1].plot(steps, m.get("completions/mean_length", [np.nan] * len(steps)), marker="o", color="tab:green")
     axes[1, 1].set(title="Mean completion length", xlabel="step", ylabel="tokens")
+    for ax in axes.flat:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     if save_to is not None:
         fig.savefig(save_to, dpi=110)
     if show:

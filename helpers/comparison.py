@@ -1,0 +1,517 @@
+"""Before vs. after GRPO: the base model and base + LoRA on the same GSM8K questions.
+
+* **Evaluate both** (:func:`evaluate_before_after`) with one model in memory: PEFT switches the
+  adapter off for the base run (``model.disable_adapter()``); with vLLM the base run passes no
+  LoRA and the second run ``lora_path=adapter_dir``. Prompts, decoding settings and seed are the
+  same for both, so the two runs are *paired* question by question. :func:`decoding` gives the
+  training sampling of a profile (or greedy).
+* **Compare** (:func:`compare`): accuracy with a Wilson 95 % interval and format rates
+  (:func:`helpers.evaluation.summarize`), reasoning completeness (:func:`reasoning_complete`),
+  the paired McNemar test (:func:`mcnemar`), and the questions that flipped either way.
+* **Merge** (:func:`save_merged`, :func:`load_merged`): fold the LoRA into the base weights and
+  save a plain checkpoint that loads without PEFT.
+* **Keep and show** (:func:`save_results` / :func:`load_results`: ``summary.json`` and
+  ``records.jsonl``; :func:`plot_before_after`, :func:`plot_completion_lengths`).
+
+Statistics without scipy: the exact McNemar p-value is a binomial tail (``math.comb``), the
+chi-square one uses ``math.erfc`` (a chi-square with 1 degree of freedom is a squared normal).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Sequence
+
+from .evaluation import EvalResult, evaluate, summarize
+
+MIN_REASONING_STEPS = 2
+CPU_EVAL_N = 10  # GSM8K test questions on the CPU profile (the T4 profile evaluates all 1319)
+_STEP_SPLIT_RE = re.compile(r"\n|(?<=[.!?])\s+")  # a line break, or a sentence end + space
+_WORD_RE = re.compile(r"[A-Za-z0-9]")
+LABELS = {"base": "base", "lora": "base + LoRA"}
+
+
+# --------------------------------------------------------------------- reasoning completeness
+def reasoning_block(text: str | None) -> str | None:
+    """Content of the single ``<reasoning>…</reasoning>`` block, or ``None``.
+
+    ``None`` (fail closed, like :func:`helpers.grading.extract_xml_answer`) when either tag is
+    missing, repeated, or the closing tag comes first - e.g. a completion cut off by the token
+    limit before ``</reasoning>``.
+    """
+    if not isinstance(text, str) or text.count("<reasoning>") != 1 or text.count("</reasoning>") != 1:
+        return None
+    start, end = text.index("<reasoning>") + len("<reasoning>"), text.index("</reasoning>")
+    return text[start:end] if start <= end else None
+
+
+def reasoning_steps(text: str | None) -> int:
+    """Number of steps in a completion's reasoning block (0 without a valid block).
+
+    The block (:func:`reasoning_block`) is split at line breaks and at sentence ends (``.``,
+    ``!`` or ``?`` followed by whitespace); each piece holding at least one letter or digit is a
+    step. A decimal point (``3.5``) does not split. ``"<reasoning>\\n16 - 3 - 4 = 9.\\n9 * 2 = 18.
+    \\n</reasoning>"`` -> 2; ``"<reasoning>So 9 eggs. 9 * 2 = 18.</reasoning>"`` -> 2;
+    ``"<reasoning>18</reasoning>"`` -> 1.
+    """
+    block = reasoning_block(text)
+    if block is None:
+        return 0
+    return sum(bool(_WORD_RE.search(piece)) for piece in _STEP_SPLIT_RE.split(block))
+
+
+def reasoning_complete(text: str | None, min_steps: int = MIN_REASONING_STEPS) -> bool:
+    """Reasoning completeness: a closed, non-empty reasoning block with ``>= min_steps`` steps.
+
+    A step is defined in :func:`reasoning_steps`. The ``<answer>`` block is not required here
+    (format compliance measures that). Raises ``ValueError`` when ``min_steps < 1``.
+    """
+    if min_steps < 1:
+        raise ValueError(f"min_steps must be at least 1, got {min_steps}")
+    return reasoning_steps(text) >= min_steps
+
+
+# ------------------------------------------------------------------------------ McNemar test
+def mcnemar_exact_p(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant counts ``b`` and ``c``.
+
+    Under H0 (both models equally accurate) each of the ``n = b + c`` discordant questions is
+    equally likely to favour either model, so ``min(b, c) ~ Binomial(n, 1/2)``:
+    ``p = min(1, 2 * sum_{k <= min(b, c)} C(n, k) / 2^n)`` (McNemar 1947, in its exact
+    conditional form). ``b = c = 0`` gives 1. Example: ``b=1, c=6`` -> ``2 * (1 + 7) / 128 = 0.125``.
+
+    Raises:
+        ValueError: a negative or non-integer count.
+    """
+    _check_counts(b, c)
+    n, k = b + c, min(b, c)
+    if n == 0:
+        return 1.0
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
+
+
+def mcnemar_chi2(b: int, c: int) -> tuple[float, float]:
+    """McNemar's chi-square with Edwards' continuity correction, and its p-value (1 d.o.f.).
+
+    ``chi2 = (|b - c| - 1)^2 / (b + c)`` (McNemar 1947; correction: Edwards 1948), floored at 0;
+    ``p = P(X^2_1 >= chi2) = erfc(sqrt(chi2 / 2))``. ``b = c = 0`` gives ``(0.0, 1.0)``.
+    Only trustworthy for ``b + c >= 25`` or so; :func:`mcnemar` reports the exact p-value.
+    Example: ``b=1, c=6`` -> ``16 / 7 = 2.286``, ``p = 0.131``.
+
+    Raises:
+        ValueError: a negative or non-integer count.
+    """
+    _check_counts(b, c)
+    if b + c == 0:
+        return 0.0, 1.0
+    chi2 = max(abs(b - c) - 1, 0) ** 2 / (b + c)
+    return chi2, math.erfc(math.sqrt(chi2 / 2))
+
+
+def _check_counts(b, c) -> None:
+    for name, value in (("b", b), ("c", c)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be a non-negative integer count, got {value!r}")
+
+
+@dataclass(frozen=True)
+class McNemar:
+    """Paired 2 x 2 table of two models on the same questions, and McNemar's test.
+
+    ``base_only``: right before, wrong after (b); ``lora_only``: wrong before, right after (c).
+    ``p_value`` is the exact two-sided p-value (the one reported); ``chi2`` / ``p_chi2`` the
+    continuity-corrected chi-square version, for reference.
+    """
+
+    both_right: int
+    base_only: int
+    lora_only: int
+    both_wrong: int
+    p_value: float
+    chi2: float
+    p_chi2: float
+
+    @property
+    def n(self) -> int:
+        return self.both_right + self.base_only + self.lora_only + self.both_wrong
+
+    def as_dict(self) -> dict:
+        return {**self.__dict__, "n": self.n, "method": "exact binomial, two-sided (McNemar 1947)"}
+
+
+def mcnemar(base_correct: Sequence[bool], lora_correct: Sequence[bool]) -> McNemar:
+    """McNemar's test on paired right/wrong outcomes (question ``i`` in both lists).
+
+    Raises:
+        ValueError: the lists differ in length or are empty.
+    """
+    if len(base_correct) != len(lora_correct) or not base_correct:
+        raise ValueError(f"need two non-empty paired lists, got {len(base_correct)} and "
+                         f"{len(lora_correct)} outcomes")
+    pairs = [(bool(a), bool(b)) for a, b in zip(base_correct, lora_correct)]
+    b, c = pairs.count((True, False)), pairs.count((False, True))
+    chi2, p_chi2 = mcnemar_chi2(b, c)
+    return McNemar(pairs.count((True, True)), b, c, pairs.count((False, False)),
+                   mcnemar_exact_p(b, c), chi2, p_chi2)
+
+
+# ----------------------------------------------------------------------- comparison table
+@dataclass
+class Comparison:
+    """Base vs. base + LoRA on the same questions.
+
+    ``summaries``: ``{"base": ..., "lora": ...}``, each :func:`helpers.evaluation.summarize`
+    plus ``correct`` (count) and ``reasoning_rate`` (share with :func:`reasoning_complete`).
+    ``wrong_to_right`` / ``right_to_wrong``: indices of the questions that flipped.
+    """
+
+    base: EvalResult
+    lora: EvalResult
+    summaries: dict
+    mcnemar: McNemar
+    wrong_to_right: list[int]
+    right_to_wrong: list[int]
+
+    def table(self):
+        """The before/after table (pandas ``DataFrame`` of formatted strings)."""
+        return comparison_table(self)
+
+    def flips(self, indices: Sequence[int]):
+        """``DataFrame`` of some questions with both models' answers and completions."""
+        import pandas as pd
+
+        return pd.DataFrame([{"question": self.base.records[i]["question"],
+                              "gold": self.base.records[i]["gold"],
+                              "base answer": self.base.records[i]["extracted"],
+                              "LoRA answer": self.lora.records[i]["extracted"],
+                              "base completion": self.base.records[i]["completion"],
+                              "LoRA completion": self.lora.records[i]["completion"]}
+                             for i in indices], index=list(indices))
+
+
+def extended_summary(result: EvalResult) -> dict:
+    """:func:`helpers.evaluation.summarize` plus ``correct`` and ``reasoning_rate``."""
+    records = result.records
+    return {**summarize(records), "correct": sum(bool(r["correct"]) for r in records),
+            "reasoning_rate": sum(reasoning_complete(r["completion"]) for r in records) / len(records)}
+
+
+def compare(base: EvalResult, lora: EvalResult) -> Comparison:
+    """Pair two evaluations of the same questions and compare them.
+
+    Raises:
+        ValueError: different numbers of records, or record ``i`` is not the same question
+            with the same gold answer in both (the pairing would be meaningless).
+    """
+    if len(base.records) != len(lora.records) or not base.records:
+        raise ValueError(f"paired evaluations need the same questions: {len(base.records)} vs "
+                         f"{len(lora.records)} records")
+    for i, (a, b) in enumerate(zip(base.records, lora.records)):
+        if (a["question"], str(a["gold"])) != (b["question"], str(b["gold"])):
+            raise ValueError(f"record {i} differs between the runs: {a['question'][:60]!r} vs "
+                             f"{b['question'][:60]!r}")
+    right = [(bool(a["correct"]), bool(b["correct"])) for a, b in zip(base.records, lora.records)]
+    return Comparison(
+        base, lora,
+        {"base": extended_summary(base), "lora": extended_summary(lora)},
+        mcnemar([a for a, _ in right], [b for _, b in right]),
+        [i for i, (a, b) in enumerate(right) if not a and b],
+        [i for i, (a, b) in enumerate(right) if a and not b],
+    )
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f} %"
+
+
+def _num(x, digits: int) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _diff(a, b, scale: float, unit: str, digits: int) -> str:
+    return "n/a" if a is None or b is None else f"{scale * (b - a):+.{digits}f}{unit}"
+
+
+def comparison_table(comparison: Comparison):
+    """Rows: accuracy with its Wilson 95 % CI, McNemar's exact p, format (strict / soft),
+    reasoning completeness, mean completion tokens, seconds per question. Columns: ``base``,
+    ``base + LoRA`` and ``change`` (percentage points for rates)."""
+    import pandas as pd
+
+    s, m = comparison.summaries, comparison.mcnemar
+    rows = {}
+    rows["accuracy [Wilson 95 % CI]"] = [
+        f"{x['correct']}/{x['n']} = {_pct(x['accuracy'])} [{100 * x['ci_low']:.1f}, {100 * x['ci_high']:.1f}]"
+        for x in (s["base"], s["lora"])] + [_diff(s["base"]["accuracy"], s["lora"]["accuracy"], 100, " pts", 1)]
+    rows["paired McNemar, exact"] = ["", "", f"p = {m.p_value:.3f} ({m.lora_only} wrong->right, "
+                                             f"{m.base_only} right->wrong)"]
+    for label, key in (("format, strict", "format_rate_strict"), ("format, soft", "format_rate_soft"),
+                       (f"reasoning complete (>= {MIN_REASONING_STEPS} steps)", "reasoning_rate")):
+        rows[label] = [_pct(s["base"][key]), _pct(s["lora"][key]),
+                       _diff(s["base"][key], s["lora"][key], 100, " pts", 1)]
+    for label, key, digits in (("mean completion tokens", "mean_tokens", 1),
+                               ("seconds per question", "seconds_per_question", 2)):
+        rows[label] = [_num(s["base"][key], digits), _num(s["lora"][key], digits),
+                       _diff(s["base"][key], s["lora"][key], 1, "", digits)]
+    return pd.DataFrame.from_dict(rows, orient="index", columns=[LABELS["base"], LABELS["lora"], "change"])
+
+
+def markdown_table(frame) -> str:
+    """A ``DataFrame`` as a GitHub markdown table (no ``tabulate`` needed)."""
+    header = ["", *map(str, frame.columns)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join([str(i), *map(str, row)]) + " |" for i, row in zip(frame.index, frame.values)]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ evaluation
+def decoding(profile, greedy: bool = False) -> dict:
+    """Decoding settings for evaluation: the profile's training sampling by default.
+
+    ``max_new_tokens = profile.max_completion_length``, ``temperature`` and ``top_p`` from the
+    profile - what GRPO's rollouts used. ``greedy=True`` keeps the length but sets
+    ``temperature=0`` (deterministic, lower variance, but not what the model was trained on).
+    """
+    return {"max_new_tokens": profile.max_completion_length,
+            "temperature": 0.0 if greedy else profile.temperature, "top_p": profile.top_p}
+
+
+def default_n(profile) -> int | None:
+    """Questions to evaluate by default: the whole test split (``None``), except on the CPU
+    profile, where :data:`CPU_EVAL_N` keeps the run within a few minutes on 2 cores."""
+    return CPU_EVAL_N if profile.name == "cpu" else None
+
+
+def run_name(adapter_dir, greedy: bool = False) -> str:
+    """Results folder name for an adapter: ``outputs/grpo-cpu/lora_adapter`` -> ``grpo-cpu``
+    (the training run's folder), with ``-greedy`` appended for greedy decoding."""
+    path = Path(adapter_dir).resolve()
+    name = path.parent.name if path.name == "lora_adapter" else path.name
+    return name + ("-greedy" if greedy else "")
+
+
+def uses_vllm(model) -> bool:
+    """True for an Unsloth model with vLLM inside (``fast_inference=True``)."""
+    return hasattr(model, "fast_generate") and getattr(model, "vllm_engine", None) is not None
+
+
+def evaluate_before_after(model, tokenizer, dataset, adapter_dir=None, n: int | None = None,
+                          **eval_kwargs) -> tuple[EvalResult, EvalResult]:
+    """Evaluate the base model, then base + LoRA, on the same questions; returns ``(base, lora)``.
+
+    Both runs use :func:`helpers.evaluation.evaluate` with its default prompt (the training
+    prompt, :func:`helpers.data.make_prompt`) and the same ``eval_kwargs`` (decoding, seed,
+    batch size). With vLLM, the base run passes no LoRA and the second run
+    ``lora_path=adapter_dir``. With PEFT, ``model`` must hold the trained adapter
+    (:func:`load_with_adapter`); the base run happens inside ``model.disable_adapter()``.
+
+    Raises:
+        ValueError: vLLM without ``adapter_dir``, or a plain model without a PEFT adapter.
+    """
+    if uses_vllm(model):
+        if adapter_dir is None:
+            raise ValueError("with vLLM, pass adapter_dir: the LoRA is applied from disk")
+        base = evaluate(model, tokenizer, dataset, n=n, desc="base", **eval_kwargs)
+        lora = evaluate(model, tokenizer, dataset, n=n, lora_path=str(adapter_dir), desc="base + LoRA",
+                        **eval_kwargs)
+        return base, lora
+    if not _is_peft(model):
+        raise ValueError("model has no LoRA adapter: load it with load_with_adapter(profile, adapter_dir)")
+    with model.disable_adapter():
+        base = evaluate(model, tokenizer, dataset, n=n, desc="base", **eval_kwargs)
+    lora = evaluate(model, tokenizer, dataset, n=n, desc="base + LoRA", **eval_kwargs)
+    return base, lora
+
+
+# ------------------------------------------------------------------------ loading, merging
+def _is_peft(model) -> bool:
+    from peft import PeftModel
+
+    return isinstance(model, PeftModel)
+
+
+def check_adapter_dir(adapter_dir) -> Path:
+    """The adapter folder as a ``Path``; ``FileNotFoundError`` unless it holds a PEFT adapter."""
+    path = Path(adapter_dir)
+    for name in ("adapter_config.json", "adapter_model.safetensors"):
+        if not (path / name).exists():
+            raise FileNotFoundError(f"{path / name} not found: {path} is not a saved LoRA adapter "
+                                    "(train one with notebook 04 or `python -m helpers train`)")
+    return path
+
+
+def load_with_adapter(profile, adapter_dir, model_path=None):
+    """``(model, tokenizer)``: the profile's base model with the trained LoRA from ``adapter_dir``.
+
+    CPU (transformers): ``peft.PeftModel.from_pretrained`` on the base model. GPU (Unsloth):
+    the usual policy with a LoRA of the profile's shape, whose weights are then replaced by the
+    saved ones (evaluation applies the adapter through vLLM from ``adapter_dir``; the in-memory
+    copy is what :func:`save_merged` merges).
+
+    Raises:
+        FileNotFoundError: no adapter in ``adapter_dir`` (see :func:`check_adapter_dir`).
+        ValueError: on GPU, the saved adapter's rank differs from the profile's.
+    """
+    from .models import load_model
+
+    adapter_dir = check_adapter_dir(adapter_dir)
+    if profile.backend != "unsloth":
+        from peft import PeftModel
+
+        base, tokenizer = load_model(profile, model_path, lora=False)
+        return PeftModel.from_pretrained(base, str(adapter_dir)), tokenizer
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    rank = json.loads((adapter_dir / "adapter_config.json").read_text())["r"]
+    if rank != profile.lora_rank:
+        raise ValueError(f"adapter rank {rank} != profile {profile.name} rank {profile.lora_rank}")
+    model, tokenizer = load_model(profile, model_path, lora=True)
+    set_peft_model_state_dict(model, load_file(adapter_dir / "adapter_model.safetensors"))
+    return model, tokenizer
+
+
+def save_merged(model, tokenizer, out_dir) -> Path:
+    """Merge the LoRA into the base weights and save a standalone checkpoint in ``out_dir``.
+
+    Unsloth: ``model.save_pretrained_merged(out_dir, tokenizer, save_method="merged_16bit")``
+    (16-bit weights; a 4-bit base is de-quantized). PEFT: ``merge_and_unload()`` on a deep copy
+    (``model`` keeps its adapter), saved as safetensors in the model's own dtype - fp32 for the
+    CPU profile, so that reloading it gives the same greedy output bit for bit.
+
+    Raises:
+        ValueError: ``model`` has no LoRA adapter to merge.
+    """
+    if not _is_peft(model):
+        raise ValueError("model has no LoRA adapter to merge (expected a peft.PeftModel)")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if hasattr(model, "save_pretrained_merged"):
+        model.save_pretrained_merged(str(out_dir), tokenizer, save_method="merged_16bit")
+        return out_dir
+    merged = copy.deepcopy(model).merge_and_unload()
+    merged.save_pretrained(out_dir, safe_serialization=True)
+    tokenizer.save_pretrained(out_dir)
+    return out_dir
+
+
+def load_merged(path, profile):
+    """``(model, tokenizer)`` from a merged checkpoint, with plain transformers (no PEFT, no vLLM).
+
+    CPU: :func:`helpers.models.load_model` without LoRA (the profile's dtype). GPU: fp16 on the
+    GPU (``device_map="auto"``); generation then uses HF ``generate``, not vLLM.
+    """
+    from .models import load_model
+
+    if profile.backend != "unsloth":
+        return load_model(profile, path, lora=False)
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float16, device_map="auto")
+    return model, tokenizer
+
+
+# ---------------------------------------------------------------------------------- saving
+def save_results(comparison: Comparison, out_dir, **run_info) -> tuple[Path, Path]:
+    """Write ``summary.json`` and ``records.jsonl`` into ``out_dir``; returns both paths.
+
+    ``summary.json``: ``run_info`` (profile, adapter, decoding, ...), both summaries, the
+    McNemar table and p-values, the flipped question indices and a UTC timestamp.
+    ``records.jsonl``: one line per (model, question) with ``model`` (``"base"`` / ``"lora"``),
+    ``index`` and ``reasoning_complete`` added to the evaluation record.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = {**run_info, "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+               "base": comparison.summaries["base"], "lora": comparison.summaries["lora"],
+               "mcnemar": comparison.mcnemar.as_dict(), "wrong_to_right": comparison.wrong_to_right,
+               "right_to_wrong": comparison.right_to_wrong}
+    summary_path = out_dir / "summary.json"
+    summary_path.write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    records_path = out_dir / "records.jsonl"
+    with open(records_path, "w", encoding="utf-8") as f:
+        for name, result in (("base", comparison.base), ("lora", comparison.lora)):
+            for i, record in enumerate(result.records):
+                row = {"model": name, "index": i, **record,
+                       "reasoning_complete": reasoning_complete(record["completion"])}
+                f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+    return summary_path, records_path
+
+
+def load_results(run_dir) -> Comparison:
+    """The :class:`Comparison` saved in ``run_dir`` by :func:`save_results` (from ``records.jsonl``).
+
+    Raises:
+        FileNotFoundError: no ``records.jsonl`` in ``run_dir``.
+    """
+    from .evaluation import read_jsonl
+
+    rows = read_jsonl(Path(run_dir) / "records.jsonl")
+    keep = lambda r: {k: v for k, v in r.items() if k not in ("model", "index", "reasoning_complete")}
+    return compare(EvalResult([keep(r) for r in rows if r["model"] == "base"]),
+                   EvalResult([keep(r) for r in rows if r["model"] == "lora"]))
+
+
+# ---------------------------------------------------------------------------------- plots
+def plot_before_after(comparison: Comparison, show: bool = True):
+    """Paired bars, base vs. base + LoRA: accuracy (with Wilson 95 % CI error bars), strict and
+    soft format, reasoning completeness, all in %. Returns the matplotlib ``Figure``."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    keys = [("accuracy", "accuracy"), ("format_rate_strict", "format, strict"),
+            ("format_rate_soft", "format, soft"), ("reasoning_rate", "reasoning complete")]
+    x = np.arange(len(keys))
+    fig, ax = plt.subplots(figsize=(8, 4), constrained_layout=True)
+    for offset, name in ((-0.2, "base"), (0.2, "lora")):
+        s = comparison.summaries[name]
+        values = np.array([100 * (s[k] or 0.0) for k, _ in keys])
+        err = np.zeros((2, len(keys)))
+        err[:, 0] = [values[0] - 100 * s["ci_low"], 100 * s["ci_high"] - values[0]]
+        bars = ax.bar(x + offset, values, 0.4, yerr=err, capsize=4, label=LABELS[name])
+        ax.bar_label(bars, fmt="%.0f", padding=2, fontsize=8)
+    ax.set_xticks(x, [label for _, label in keys])
+    ax.set(ylabel="% of questions", ylim=(0, 105),
+           title=f"Before vs. after GRPO, n = {comparison.mcnemar.n} (error bar: Wilson 95 % CI)")
+    ax.legend()
+    _show_or_close(fig, show)
+    return fig
+
+
+def plot_completion_lengths(comparison: Comparison, max_tokens: int | None = None, show: bool = True):
+    """Histograms of completion length (tokens) for both models; a dashed line marks
+    ``max_tokens`` (completions there were cut off). Returns the ``Figure``."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    lengths = {name: [r["tokens"] for r in getattr(comparison, name).records if r["tokens"] is not None]
+               for name in ("base", "lora")}
+    top = max([max(v, default=0) for v in lengths.values()] + [max_tokens or 0, 1])
+    bins = np.linspace(0, top + 1, 21)
+    fig, ax = plt.subplots(figsize=(8, 3.5), constrained_layout=True)
+    for name, values in lengths.items():
+        ax.hist(values, bins=bins, alpha=0.55, label=f"{LABELS[name]} (mean {np.mean(values):.0f})")
+    if max_tokens:
+        ax.axvline(max_tokens, color="k", ls="--", lw=1, label=f"limit {max_tokens}")
+    ax.set(xlabel="completion tokens", ylabel="questions", title="Completion lengths")
+    ax.legend()
+    _show_or_close(fig, show)
+    return fig
+
+
+def _show_or_close(fig, show: bool) -> None:
+    import matplotlib.pyplot as plt
+
+    if show:
+        plt.show()
+    else:
+        plt.close(fig)

@@ -1,0 +1,354 @@
+"""Measure a model on GSM8K questions: accuracy with a confidence interval, format, length, time.
+
+Three steps, each a public function, so that any of them can be reused or tested alone:
+
+1. **Generate** (:func:`evaluate`): one prompt per question, built by ``build_prompt``
+   (default: :func:`helpers.data.make_prompt`, the exact training prompt), generated in
+   batches through :func:`helpers.models.generate` (vLLM on a GPU, batched HF on a CPU) with a
+   progress bar. ``samples=k > 1`` draws k completions per question and majority-votes their
+   answers (self-consistency, :func:`helpers.prompting.majority_vote`).
+2. **Score** (:func:`score`): per question, the extracted answer (default
+   :func:`helpers.grading.extract_answer`), whether it is correct
+   (:func:`helpers.grading.is_equivalent`) and whether the completion has the XML format
+   (:func:`helpers.rewards.strict_format_reward_func` / ``soft_format_reward_func``).
+3. **Summarize** (:func:`summarize`): accuracy with a Wilson 95 % interval
+   (:func:`wilson_interval`), format and answer rates, mean completion tokens, seconds per
+   question - computed from the records alone, so saved records (:meth:`EvalResult.to_jsonl`,
+   :func:`read_jsonl`) can be re-summarized later. :func:`plot_accuracy` draws summaries as bars
+   with their intervals.
+
+Determinism: the same model, questions, settings and ``seed`` give the same completions
+(greedy decoding needs no seed; sampled decoding seeds each generate call, see :func:`evaluate`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .grading import extract_answer, is_equivalent
+from .rewards import soft_format_reward_func, strict_format_reward_func
+
+RECORD_KEYS = ("question", "gold", "completion", "extracted", "correct", "format_strict",
+               "format_soft", "tokens", "seconds")
+
+
+# ------------------------------------------------------------------------------ statistics
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (Wilson 1927); ``z=1.96`` gives 95 %.
+
+    Better than the normal ("Wald") interval for small ``n`` or accuracies near 0 or 1: it
+    never leaves [0, 1] and is not zero-width at 0/n or n/n. ``wilson_interval(8, 10)`` ->
+    ``(0.490, 0.943)``; ``wilson_interval(0, 10)`` -> ``(0.0, 0.278)``.
+
+    Formula: centre ``(p + z^2/2n) / (1 + z^2/n)``, half-width
+    ``z * sqrt(p(1-p)/n + z^2/4n^2) / (1 + z^2/n)`` with ``p = successes / n``.
+
+    Raises:
+        ValueError: ``n < 1``, ``successes`` outside ``0..n``, or ``z <= 0``.
+    """
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must be between 0 and n={n}, got {successes}")
+    if z <= 0:
+        raise ValueError(f"z must be positive, got {z}")
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+# ---------------------------------------------------------------------------------- scoring
+def score(questions: list[str], golds: list[str], completions: list[str], *,
+          extract: Callable[[str], str | None] | None = None,
+          tokens: list[int | None] | None = None,
+          seconds: list[float | None] | None = None) -> list[dict]:
+    """Grade completions; returns one record per question (keys: :data:`RECORD_KEYS`).
+
+    ``extracted = extract(completion)`` (default :func:`helpers.grading.extract_answer`),
+    ``correct = is_equivalent(extracted, gold)``, ``format_strict`` / ``format_soft`` from the
+    strict / soft XML format reward functions. ``tokens`` (completion tokens) and ``seconds``
+    (generation time per question) are copied through; ``None`` when not given.
+
+    Raises:
+        ValueError: the lists differ in length.
+    """
+    n = len(questions)
+    tokens = [None] * n if tokens is None else list(tokens)
+    seconds = [None] * n if seconds is None else list(seconds)
+    lengths = {len(golds), len(completions), len(tokens), len(seconds)}
+    if lengths != {n}:
+        raise ValueError(f"questions, golds, completions, tokens and seconds differ in length: "
+                         f"{n}, {len(golds)}, {len(completions)}, {len(tokens)}, {len(seconds)}")
+    extract = extract or extract_answer
+    strict = strict_format_reward_func(completions=completions)
+    soft = soft_format_reward_func(completions=completions)
+    records = []
+    for i in range(n):
+        extracted = extract(completions[i])
+        records.append({
+            "question": questions[i], "gold": golds[i], "completion": completions[i],
+            "extracted": extracted, "correct": bool(is_equivalent(extracted, golds[i])),
+            "format_strict": strict[i] > 0, "format_soft": soft[i] > 0,
+            "tokens": tokens[i], "seconds": seconds[i],
+        })
+    return records
+
+
+def _mean(values: Iterable) -> float | None:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def summarize(records: list[dict], z: float = 1.96) -> dict:
+    """Summary of scored records (from :func:`score`, :func:`evaluate` or :func:`read_jsonl`).
+
+    Keys: ``n``; ``accuracy`` (share correct) with ``ci_low`` / ``ci_high`` (Wilson interval,
+    95 % for ``z=1.96``); ``format_rate_strict`` / ``format_rate_soft`` (share in the XML
+    training format); ``answer_rate`` (share with an extracted answer); ``mean_tokens``
+    (completion tokens per question; summed over the k samples with self-consistency);
+    ``seconds_per_question`` (generation wall time per question). Means skip ``None`` values and
+    are ``None`` when every value is missing.
+
+    Raises:
+        ValueError: no records, or a record lacks ``correct``.
+    """
+    if not records:
+        raise ValueError("no records to summarize")
+    missing = [i for i, r in enumerate(records) if "correct" not in r]
+    if missing:
+        raise ValueError(f"records {missing[:5]} have no 'correct' field; score them first")
+    n = len(records)
+    correct = sum(bool(r["correct"]) for r in records)
+    low, high = wilson_interval(correct, n, z)
+    return {
+        "n": n,
+        "accuracy": correct / n,
+        "ci_low": low,
+        "ci_high": high,
+        "format_rate_strict": _mean(bool(r.get("format_strict")) for r in records),
+        "format_rate_soft": _mean(bool(r.get("format_soft")) for r in records),
+        "answer_rate": _mean(r.get("extracted") is not None for r in records),
+        "mean_tokens": _mean(r.get("tokens") for r in records),
+        "seconds_per_question": _mean(r.get("seconds") for r in records),
+    }
+
+
+# ---------------------------------------------------------------------------------- results
+@dataclass
+class EvalResult:
+    """Per-question ``records`` (see :data:`RECORD_KEYS`) and their ``summary``."""
+
+    records: list[dict]
+    summary: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.summary and self.records:
+            self.summary = summarize(self.records)
+
+    def to_jsonl(self, path: str | os.PathLike) -> Path:
+        """Write one JSON record per line (parent folders are created); returns the path."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            for record in self.records:
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        return path
+
+    @classmethod
+    def from_jsonl(cls, path: str | os.PathLike) -> "EvalResult":
+        """Records read back from :meth:`to_jsonl`, with the summary recomputed."""
+        return cls(read_jsonl(path))
+
+    def to_frame(self):
+        """The records as a pandas ``DataFrame`` (one row per question)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.records)
+
+
+def read_jsonl(path: str | os.PathLike) -> list[dict]:
+    """Records written by :meth:`EvalResult.to_jsonl`.
+
+    Raises:
+        FileNotFoundError: no such file.
+    """
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+# ------------------------------------------------------------------------------- generation
+def _rows(dataset, n: int | None) -> tuple[list[str], list[str]]:
+    """Questions and gold answers of the first ``n`` rows of a Dataset or list of dicts."""
+    if hasattr(dataset, "column_names"):  # datasets.Dataset
+        columns = set(dataset.column_names)
+        size = len(dataset)
+    else:
+        dataset = list(dataset)
+        columns = set(dataset[0]) if dataset else set()
+        size = len(dataset)
+    if size == 0:
+        raise ValueError("the dataset is empty")
+    if not {"question", "answer"} <= columns:
+        raise ValueError(f"the dataset needs 'question' and 'answer' columns, has {sorted(columns)}")
+    if n is None:
+        n = size
+    if not 1 <= n <= size:
+        raise ValueError(f"n must be between 1 and the dataset size {size}, got {n}")
+    if hasattr(dataset, "select"):
+        head = dataset.select(range(n))
+        return list(head["question"]), [str(a) for a in head["answer"]]
+    return [r["question"] for r in dataset[:n]], [str(r["answer"]) for r in dataset[:n]]
+
+
+def _token_count(tokenizer, text: str) -> int | None:
+    if tokenizer is None:
+        return None
+    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def evaluate(model, tokenizer, dataset, build_prompt: Callable[[str], list[dict]] | None = None,
+             n: int | None = None, *, max_new_tokens: int = 200, temperature: float = 0.0,
+             top_p: float = 1.0, seed: int = 0, batch_size: int = 8, lora_path=None,
+             extract: Callable[[str], str | None] | None = None, samples: int = 1,
+             desc: str = "evaluating", generate_fn: Callable[..., list[str]] | None = None,
+             ) -> EvalResult:
+    """Generate, score and summarize the first ``n`` questions of ``dataset``.
+
+    Args:
+        model, tokenizer: from :func:`helpers.models.load_model`. ``tokenizer`` also counts
+            completion tokens (the decoded completion re-tokenized, without special tokens).
+        dataset: a ``datasets.Dataset`` or list of dicts with ``question`` and ``answer``
+            (the gold label), e.g. :func:`helpers.data.load_gsm8k` ``("test")``.
+        build_prompt: ``question -> chat messages``; default :func:`helpers.data.make_prompt`.
+        n: how many questions, from the start (file order); default all.
+        max_new_tokens, temperature, top_p: decoding (``temperature=0``: greedy).
+        seed: sample ``j`` of every batch is generated with seed ``seed + j``.
+        batch_size: questions per ``generate`` call and per progress-bar step.
+        lora_path: a saved LoRA adapter for vLLM (see :func:`helpers.models.generate`).
+        extract: ``completion -> answer or None``; default :func:`helpers.grading.extract_answer`.
+        samples: completions per question. With ``k > 1`` (self-consistency, needs
+            ``temperature > 0``) the record's ``extracted`` is the majority vote of the k
+            extracted answers (:func:`helpers.prompting.majority_vote`), ``completion`` the
+            first sample giving that answer (else sample 0), ``tokens`` the sum over the k
+            samples, and two more keys hold all ``completions`` and their ``votes``.
+        desc: progress-bar label.
+        generate_fn: replaces :func:`helpers.models.generate` (tests, other backends):
+            ``generate_fn(prompts, *, max_new_tokens, temperature, top_p, seed) -> list[str]``.
+
+    ``seconds`` in each record is its batch's generation wall time divided by the batch size.
+
+    Raises:
+        ValueError: bad ``n``, ``batch_size``, ``samples`` or ``max_new_tokens``; a dataset
+            without ``question``/``answer``; ``samples > 1`` with greedy decoding; no model
+            and no ``generate_fn``; ``lora_path`` together with ``generate_fn``; a generator
+            returning the wrong number of completions.
+    """
+    from tqdm.auto import tqdm
+
+    if batch_size < 1 or samples < 1 or max_new_tokens < 1:
+        raise ValueError(f"batch_size, samples and max_new_tokens must be >= 1, got "
+                         f"{batch_size}, {samples}, {max_new_tokens}")
+    if samples > 1 and temperature <= 0:
+        raise ValueError("self-consistency (samples > 1) needs temperature > 0: greedy decoding "
+                         "would give the same completion every time")
+    if generate_fn is not None and lora_path is not None:
+        raise ValueError("lora_path goes to helpers.models.generate; a generate_fn must apply "
+                         "its adapter itself")
+    if generate_fn is None:
+        if model is None or tokenizer is None:
+            raise ValueError("pass a model and tokenizer, or a generate_fn")
+        from .models import generate
+
+        def generate_fn(prompts, **kwargs):
+            return generate(model, tokenizer, prompts, lora_path=lora_path, batch_size=batch_size,
+                            **kwargs)
+    if build_prompt is None:
+        from .data import make_prompt as build_prompt
+    questions, golds = _rows(dataset, n)
+    extract = extract or extract_answer
+
+    records: list[dict] = []
+    with tqdm(total=len(questions), desc=desc, unit="q") as bar:
+        for start in range(0, len(questions), batch_size):
+            qs, gs = questions[start:start + batch_size], golds[start:start + batch_size]
+            prompts = [build_prompt(q) for q in qs]
+            t0 = time.perf_counter()
+            per_sample = []  # per_sample[j][i]: sample j of question i
+            for j in range(samples):
+                out = generate_fn(prompts, max_new_tokens=max_new_tokens, temperature=temperature,
+                                  top_p=top_p, seed=seed + j)
+                if len(out) != len(prompts):
+                    raise ValueError(f"generator returned {len(out)} completions for "
+                                     f"{len(prompts)} prompts")
+                per_sample.append(list(out))
+            share = (time.perf_counter() - t0) / len(qs)
+            records += _score_batch(qs, gs, per_sample, extract, tokenizer, share)
+            bar.update(len(qs))
+    return EvalResult(records)
+
+
+def _score_batch(questions, golds, per_sample, extract, tokenizer, seconds) -> list[dict]:
+    """Score one batch; with several samples, vote first and keep every sample."""
+    if len(per_sample) == 1:
+        completions = per_sample[0]
+        tokens = [_token_count(tokenizer, c) for c in completions]
+        return score(questions, golds, completions, extract=extract, tokens=tokens,
+                     seconds=[seconds] * len(questions))
+    from .prompting import majority_vote
+
+    records = []
+    for i in range(len(questions)):
+        samples = [s[i] for s in per_sample]
+        votes = [extract(c) for c in samples]
+        winner = majority_vote(votes)
+        chosen = next((c for c, v in zip(samples, votes) if v is not None and v == winner), samples[0])
+        counts = [_token_count(tokenizer, c) for c in samples]
+        total = None if None in counts else sum(counts)
+        record = score([questions[i]], [golds[i]], [chosen], extract=lambda _c, w=winner: w,
+                       tokens=[total], seconds=[seconds])[0]
+        record.update(completions=samples, votes=votes)
+        records.append(record)
+    return records
+
+
+# ---------------------------------------------------------------------------------- figure
+def plot_accuracy(summaries: dict[str, dict], title: str = "", show: bool = True):
+    """Bar chart of accuracy (%) per run, error bars from the Wilson interval.
+
+    ``summaries`` maps a label (a strategy, a model) to :func:`summarize` output; bars keep the
+    dict's order. Returns the matplotlib ``Figure``.
+
+    Raises:
+        ValueError: no summaries, or one without ``accuracy``/``ci_low``/``ci_high``.
+    """
+    import matplotlib.pyplot as plt
+
+    if not summaries:
+        raise ValueError("nothing to plot")
+    for label, s in summaries.items():
+        if not {"accuracy", "ci_low", "ci_high"} <= set(s):
+            raise ValueError(f"summary {label!r} lacks accuracy/ci_low/ci_high")
+    labels = list(summaries)
+    acc = [100 * summaries[k]["accuracy"] for k in labels]
+    err = [[a - 100 * summaries[k]["ci_low"] for a, k in zip(acc, labels)],
+           [100 * summaries[k]["ci_high"] - a for a, k in zip(acc, labels)]]
+    fig, ax = plt.subplots(figsize=(1.3 * len(labels) + 2, 4), constrained_layout=True)
+    bars = ax.bar(labels, acc, yerr=err, capsize=5, color="tab:blue", alpha=0.8)
+    ax.bar_label(bars, fmt="%.0f", padding=3, fontsize=8, label_type="center")
+    n = sorted({s["n"] for s in summaries.values() if "n" in s})
+    ax.set(ylabel="accuracy (%)", ylim=(0, 100),
+           title=title or f"Accuracy, n = {', '.join(map(str, n))} (error bar: Wilson 95 % CI)")
+    ax.tick_params(axis="x", labelrotation=20)
+    if show:
+        plt.show()
+    else:
+        plt.close(fig)
+    return fig
