@@ -160,8 +160,6 @@ def get_profile(name: str | None = None, verbose: bool = True, **overrides) -> P
         raise ValueError(f"unknown profile {chosen!r}; choose one of {sorted(PROFILES)}")
     profile = PROFILES[chosen].replace(**overrides) if overrides else PROFILES[chosen]
     if verbose and profile.name == "cpu":
-        print(
-            "Using the CPU profile (no GPU found, or asked for): SmolLM2-135M-Instruct, "
-            f"{profile.max_steps} steps. This is a smoke run of the pipeline, not real training."
-        )
+        print("Using the CPU profile (no GPU found, or asked for): SmolLM2-135M-Instruct. "
+              "CPU runs are smoke runs of the pipeline, not real training.")
     return profile
