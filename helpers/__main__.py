@@ -23,6 +23,7 @@ def _train(args) -> int:
 
     run = train(profile, max_steps=args.max_steps, output_dir=args.output_dir)
     print(f"\nProfile: {profile.name} ({profile.description})")
+    print(f"GRPO steps:       {run.trainer.state.global_step}")
     print(f"Seconds per step: {run.seconds_per_step:.1f}")
     print(f"Metrics CSV:      {run.metrics_csv}")
     print(f"Training curves:  {run.curves_png}")

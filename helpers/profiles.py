@@ -80,7 +80,7 @@ class Profile:
 
 T4 = Profile(
     name="t4",
-    description="Colab T4: Qwen2.5-3B-Instruct, 4-bit, Unsloth + vLLM, fp16, 250 GRPO steps",
+    description="Colab T4: Qwen2.5-3B-Instruct, 4-bit, Unsloth + vLLM, fp16",
     model_id=QWEN_3B,
     backend="unsloth",
     load_in_4bit=True,
@@ -109,7 +109,7 @@ T4 = Profile(
 
 CPU = Profile(
     name="cpu",
-    description="CPU smoke run: SmolLM2-135M-Instruct, transformers + PEFT LoRA, fp32, 3 steps",
+    description="CPU smoke run: SmolLM2-135M-Instruct, transformers + PEFT LoRA, fp32",
     model_id=SMOLLM2_135M,
     backend="transformers",
     load_in_4bit=False,

@@ -151,6 +151,7 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
         model, tokenizer = load_model(profile, model_path)
     if dataset is None:
         dataset = load_gsm8k("train")
+        print(f"Training prompts: {dataset.info.description} ({len(dataset)} questions)")
     if reward_funcs is None:
         from .rewards import REWARD_FUNCS as reward_funcs
     metrics = MetricsCSV(output_dir / METRICS_FILE)
