@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Sequence
 
 from .evaluation import EvalResult, evaluate, summarize
+from .grading import extract_xml_block
+from .models import uses_vllm
 
 MIN_REASONING_STEPS = 2
 CPU_EVAL_N = 10  # GSM8K test questions on the CPU profile (the T4 profile evaluates all 1319)
@@ -39,16 +41,10 @@ LABELS = {"base": "base", "lora": "base + LoRA"}
 
 # --------------------------------------------------------------------- reasoning completeness
 def reasoning_block(text: str | None) -> str | None:
-    """Content of the single ``<reasoning>…</reasoning>`` block, or ``None``.
-
-    ``None`` (fail closed, like :func:`helpers.grading.extract_xml_answer`) when either tag is
-    missing, repeated, or the closing tag comes first - e.g. a completion cut off by the token
-    limit before ``</reasoning>``.
-    """
-    if not isinstance(text, str) or text.count("<reasoning>") != 1 or text.count("</reasoning>") != 1:
-        return None
-    start, end = text.index("<reasoning>") + len("<reasoning>"), text.index("</reasoning>")
-    return text[start:end] if start <= end else None
+    """Content of the single ``<reasoning>…</reasoning>`` block, or ``None`` (fail closed, as
+    :func:`helpers.grading.extract_xml_block`): a tag missing or repeated, or a completion cut off
+    by the token limit before ``</reasoning>``."""
+    return extract_xml_block(text, "reasoning")
 
 
 def reasoning_steps(text: str | None) -> int:
@@ -294,11 +290,6 @@ def run_name(adapter_dir, greedy: bool = False) -> str:
     path = Path(adapter_dir).resolve()
     name = path.parent.name if path.name == "lora_adapter" else path.name
     return name + ("-greedy" if greedy else "")
-
-
-def uses_vllm(model) -> bool:
-    """True for an Unsloth model with vLLM inside (``fast_inference=True``)."""
-    return hasattr(model, "fast_generate") and getattr(model, "vllm_engine", None) is not None
 
 
 def evaluate_before_after(model, tokenizer, dataset, adapter_dir=None, n: int | None = None,

@@ -40,6 +40,17 @@ class GradingWarning(UserWarning):
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
 
 
+def extract_xml_block(text: str | None, tag: str) -> str | None:
+    """Content of the single ``<tag>…</tag>`` block, stripped; ``None`` (fail closed) when
+    there is no block, an empty block, an unclosed block or more than one open/close tag."""
+    open_tag, close_tag = f"<{tag}>", f"</{tag}>"
+    if not isinstance(text, str) or text.count(open_tag) != 1 or text.count(close_tag) != 1:
+        return None
+    start, end = text.index(open_tag) + len(open_tag), text.index(close_tag)
+    content = text[start:end].strip() if start <= end else ""
+    return content or None
+
+
 def extract_xml_answer(text: str | None) -> str | None:
     """Content of the single ``<answer>…</answer>`` block, stripped.
 
@@ -47,11 +58,7 @@ def extract_xml_answer(text: str | None) -> str | None:
     or more than one ``<answer>``/``</answer>`` tag, so hedging with two answers never pays:
     ``"<answer>\\n7\\n</answer>\\n<answer>\\n18\\n</answer>"`` -> ``None``.
     """
-    if not isinstance(text, str) or text.count("<answer>") != 1 or text.count("</answer>") != 1:
-        return None
-    start, end = text.index("<answer>") + len("<answer>"), text.index("</answer>")
-    content = text[start:end].strip() if start <= end else ""
-    return content or None
+    return extract_xml_block(text, "answer")
 
 
 def extract_boxed(text: str | None) -> str | None:

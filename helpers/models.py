@@ -181,6 +181,11 @@ def _load_unsloth(profile: Profile, model_path, lora: bool):
     return model, tokenizer
 
 
+def uses_vllm(model) -> bool:
+    """True for an Unsloth model with vLLM inside (``fast_inference=True``)."""
+    return hasattr(model, "fast_generate") and getattr(model, "vllm_engine", None) is not None
+
+
 def chat_texts(tokenizer, prompts: list[list[dict]]) -> list[str]:
     """Apply the chat template (with the assistant turn opened) to each prompt."""
     return [
@@ -211,7 +216,7 @@ def generate(
         ValueError: ``lora_path`` given for a plain HF model.
     """
     texts = chat_texts(tokenizer, prompts)
-    if hasattr(model, "fast_generate") and getattr(model, "vllm_engine", None) is not None:
+    if uses_vllm(model):
         return _generate_vllm(model, texts, max_new_tokens, temperature, top_p, seed, lora_path)
     if lora_path is not None:
         raise ValueError("lora_path is for vLLM; for an HF model load the adapter into the model")
