@@ -1,6 +1,8 @@
 # Two commands on a fresh machine (Python >= 3.10, no GPU needed):
-#   make train   venv + CPU stack, then GRPO training (CPU profile without a GPU)
+#   make train   venv + CPU stack, then the main job: cold start -> GRPO -> evaluation
+#                (CPU profile without a GPU; about 17 min on 2 cores). QUICK=1: smoke size.
 #   make test    venv + CPU stack, then unit tests and every notebook executed with nbmake
+#                (notebooks at smoke size: GRPO_QUICK=1)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -22,7 +24,7 @@ $(STAMP): requirements-common.txt requirements-cpu.txt requirements-nodeps.txt r
 	touch $(STAMP)
 
 train: venv
-	$(BIN)/python -m helpers train $(if $(PROFILE),--profile $(PROFILE)) $(if $(MAX_STEPS),--max-steps $(MAX_STEPS))
+	$(BIN)/python -m helpers train $(if $(PROFILE),--profile $(PROFILE)) $(if $(MAX_STEPS),--max-steps $(MAX_STEPS)) $(if $(QUICK),--quick)
 
 test: unit notebooks
 
@@ -30,10 +32,11 @@ unit: venv
 	$(BIN)/python -m pytest tests
 
 notebooks: venv
-	$(BIN)/python -m pytest --nbmake --nbmake-timeout=1800 notebooks
+	GRPO_QUICK=1 $(BIN)/python -m pytest --nbmake --nbmake-timeout=1800 notebooks
 
 sync-notebooks: venv
 	$(BIN)/python -m helpers sync-notebooks
 
-clean:
-	rm -rf $(VENV) outputs results
+clean:  # keeps the committed reference runs in results/
+	rm -rf $(VENV) outputs
+	git clean -fdXq results

@@ -2,7 +2,8 @@
 
 One module per concept: ``profiles`` (run settings), ``data`` (GSM8K), ``grading`` and
 ``rewards`` (reward functions), ``grpo`` (the loss by hand), ``models`` (loading and
-generation), ``training`` (TRL GRPOTrainer), ``prompting`` (CoT strategies), ``evaluation``
+generation), ``cold_start`` (SFT before GRPO), ``training`` (TRL GRPOTrainer), ``pipeline``
+(the main job: cold start -> GRPO -> evaluation), ``prompting`` (CoT strategies), ``evaluation``
 (accuracy with intervals), ``comparison`` (before/after GRPO), ``plots``, ``colab`` and
 ``install`` (the notebooks' install cell).
 Importing this package does not import torch, so the notebooks' install cell can use it.

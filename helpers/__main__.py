@@ -1,8 +1,10 @@
 """Command line: ``python -m helpers <command>``.
 
-* ``train [--profile P] [--max-steps N] [--output-dir D]`` - the GRPO pipeline of notebook 04.
+* ``train [--profile P] [--quick] [--max-steps N] [--rewards checked|layout] [--output-dir D]``
+  - the main job (:func:`helpers.pipeline.run_pipeline`): cold start -> GRPO -> evaluation of
+  every stage; prints the stage table and writes ``summary.json``.
 * ``evaluate --adapter DIR [--n N] [--profile P] [--greedy]`` - base vs. base + LoRA on GSM8K
-  test (notebook 05): writes ``results/<run>/summary.json`` and ``records.jsonl``, prints the table.
+  test (notebook 06): writes ``results/<run>/summary.json`` and ``records.jsonl``, prints the table.
 * ``sync-notebooks`` - rewrite the Colab badge and install cell of every notebook.
 """
 
@@ -14,43 +16,56 @@ from pathlib import Path
 
 
 def _train(args) -> int:
+    _check_data_dir()
     from .models import import_backend
-    from .profiles import get_profile
+    from .profiles import get_profile, quick_requested, shortened
 
     profile = get_profile(args.profile)
     import_backend(profile)
-    from .training import train
+    from .pipeline import run_pipeline
 
-    run = train(profile, max_steps=args.max_steps, output_dir=args.output_dir)
+    if args.quick or quick_requested():
+        profile = shortened(profile)
+        print("Shortened run (--quick / GRPO_QUICK=1): checks that every stage runs, learns nothing.")
+    if args.max_steps is not None:
+        profile = profile.replace(max_steps=args.max_steps)
+    run = run_pipeline(profile, args.output_dir, reward_set=args.rewards, cold_start_dir=args.cold_start,
+                       command=" ".join(["python -m helpers", *args.argv]))
     print(f"\nProfile: {profile.name} ({profile.description})")
-    print(f"GRPO steps:       {run.trainer.state.global_step}")
-    print(f"Seconds per step: {run.seconds_per_step:.1f}")
-    print(f"Metrics CSV:      {run.metrics_csv}")
-    print(f"Training curves:  {run.curves_png}")
-    print(f"LoRA adapter:     {run.adapter_dir}")
+    print(run.table().to_string())
+    t = run.summary["timings_s"]
+    print(f"\nGRPO: {run.training.trainer.state.global_step} steps, {t['grpo_per_step_s']:.1f} s per step; "
+          f"total {t['total_s'] / 60:.1f} min")
+    for label, path in (("Summary", run.summary_json), ("Eval records", run.records_jsonl),
+                        ("Metrics CSV", run.training.metrics_csv), ("Training curves", run.training.curves_png),
+                        ("LoRA adapter", run.training.adapter_dir)):
+        print(f"{label + ':':17s}{path}")
     return 0
 
 
 def _evaluate(args) -> int:
+    _check_data_dir()
     from .models import import_backend
     from .profiles import get_profile
 
     profile = get_profile(args.profile)
     import_backend(profile)
-    from .comparison import (check_adapter_dir, compare, decoding, default_n, evaluate_before_after,
+    from .comparison import (adapter_base, check_adapter_dir, compare, decoding, evaluate_before_after,
                              load_with_adapter, run_name, save_results)
     from .data import load_gsm8k
 
     adapter = check_adapter_dir(args.adapter)
     test = load_gsm8k("test")
-    n = args.n if args.n is not None else min(default_n(profile) or len(test), len(test))
+    n = min(args.n or profile.eval_questions or len(test), len(test))
     settings = {**decoding(profile, greedy=args.greedy), "seed": args.seed, "batch_size": args.batch_size}
-    model, tokenizer = load_with_adapter(profile, adapter, args.model_path)
+    base_path = adapter_base(adapter, args.model_path)
+    print(f"Base model: {base_path or profile.model_id}")
+    model, tokenizer = load_with_adapter(profile, adapter, base_path)
     base, lora = evaluate_before_after(model, tokenizer, test, adapter, n=n, **settings)
     comparison = compare(base, lora)
     out_dir = Path(args.results_dir) / (args.run_label or run_name(adapter, args.greedy))
     summary, records = save_results(comparison, out_dir, profile=profile.name, model_id=profile.model_id,
-                                    model_path=args.model_path, adapter=str(adapter),
+                                    model_path=base_path, adapter=str(adapter),
                                     dataset=test.info.description, decoding=settings)
     print(f"\nProfile {profile.name}: {profile.description}")
     print(f"{comparison.mcnemar.n} questions of {test.info.description}; decoding {settings}")
@@ -67,24 +82,51 @@ def _sync(args) -> int:
     return 0
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (TRL reads ``max_steps=-1`` as "train whole epochs")."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def existing_dir(text: str) -> Path:
+    """argparse type: a folder that exists."""
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"no folder at {text}")
+    return path
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m helpers", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    train = commands.add_parser("train", help="GRPO training (LoRA) on GSM8K")
+    train = commands.add_parser("train", help="cold start -> GRPO (LoRA) on GSM8K -> evaluation")
     train.add_argument("--profile", choices=["t4", "cpu"], help="default: picked from the hardware")
-    train.add_argument("--max-steps", type=int, help="default: the profile's")
+    train.add_argument("--quick", action="store_true",
+                       help="smoke-size run of every stage (also: GRPO_QUICK=1)")
+    train.add_argument("--max-steps", type=positive_int, help="GRPO steps; default: the profile's")
+    train.add_argument("--rewards", choices=["checked", "layout"], default="checked",
+                       help="checked (default) or the hackable layout-only format rewards")
+    train.add_argument("--cold-start", type=existing_dir, help="reuse this merged cold-start model")
     train.add_argument("--output-dir", help="default: outputs/grpo-<profile>")
     train.set_defaults(run=_train)
-    evaluate = commands.add_parser("evaluate", help="base vs. base + LoRA on GSM8K test (notebook 05)")
-    evaluate.add_argument("--adapter", required=True, help="saved LoRA adapter folder (from `train`)")
-    evaluate.add_argument("--n", type=int, help="first N test questions; default all (cpu profile: 10)")
+    evaluate = commands.add_parser("evaluate", help="base vs. base + LoRA on GSM8K test (notebook 06)")
+    evaluate.add_argument("--adapter", required=True, type=existing_dir,
+                          help="saved LoRA adapter folder (from `train`)")
+    evaluate.add_argument("--n", type=positive_int,
+                          help="first N test questions; default the profile's eval_questions (cpu 64, t4 all)")
     evaluate.add_argument("--profile", choices=["t4", "cpu"], help="default: picked from the hardware")
     evaluate.add_argument("--greedy", action="store_true",
                           help="greedy decoding instead of the profile's training sampling")
     evaluate.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    evaluate.add_argument("--batch-size", type=int, default=16, help="questions per generate call")
-    evaluate.add_argument("--model-path", help="local base-model checkpoint instead of the profile's")
+    evaluate.add_argument("--batch-size", type=positive_int, default=16, help="questions per generate call")
+    evaluate.add_argument("--model-path", help="the adapter's base model; default: the run's cold_start/ "
+                                               "beside the adapter, else the profile's model")
     evaluate.add_argument("--run", dest="run_label",
                           help="results subfolder; default: the adapter's training run name")
     evaluate.add_argument("--results-dir", default="results", help="default: results")
@@ -95,8 +137,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a command; bad input (a missing data folder, a missing model) ends with one line on
+    stderr and exit status 2, as argparse's own errors do."""
+    from .models import ModelSourceError
+
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
-    return args.run(args)
+    args.argv = argv  # recorded in summary.json
+    try:
+        return args.run(args)
+    except (FileNotFoundError, ModelSourceError) as error:
+        print(f"python -m helpers {args.command}: error: {error}", file=sys.stderr)
+        return 2
+
+
+def _check_data_dir() -> None:
+    """Fail before any model loads when ``GSM8K_DIR`` points at nothing usable."""
+    import os
+
+    directory = os.environ.get("GSM8K_DIR")
+    if directory and not (Path(directory) / "train.jsonl").exists():
+        raise FileNotFoundError(f"GSM8K_DIR={directory} has no train.jsonl (unset it to use the hub "
+                                "or the embedded sample)")
 
 
 if __name__ == "__main__":

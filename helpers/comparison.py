@@ -33,7 +33,6 @@ from .grading import extract_xml_block
 from .models import uses_vllm
 
 MIN_REASONING_STEPS = 2
-CPU_EVAL_N = 10  # GSM8K test questions on the CPU profile (the T4 profile evaluates all 1319)
 _STEP_SPLIT_RE = re.compile(r"\n|(?<=[.!?])\s+")  # a line break, or a sentence end + space
 _WORD_RE = re.compile(r"[A-Za-z0-9]")
 LABELS = {"base": "base", "lora": "base + LoRA"}
@@ -235,19 +234,29 @@ def _diff(a, b, scale: float, unit: str, digits: int) -> str:
 
 
 def comparison_table(comparison: Comparison):
-    """Rows: accuracy with its Wilson 95 % CI, McNemar's exact p, format (strict / soft),
-    reasoning completeness, mean completion tokens, seconds per question. Columns: ``base``,
+    """Rows: accuracy with its Wilson 95 % CI and McNemar's exact p; format (strict / soft layout,
+    valid: real reasoning + a number) with McNemar's exact p for the valid format; placeholder
+    rate; reasoning completeness; mean completion tokens; seconds per question. Columns: ``base``,
     ``base + LoRA`` and ``change`` (percentage points for rates)."""
     import pandas as pd
 
     s, m = comparison.summaries, comparison.mcnemar
+    valid = mcnemar([r["format_valid"] for r in comparison.base.records],
+                    [r["format_valid"] for r in comparison.lora.records])
     rows = {}
     rows["accuracy [Wilson 95 % CI]"] = [
         f"{x['correct']}/{x['n']} = {_pct(x['accuracy'])} [{100 * x['ci_low']:.1f}, {100 * x['ci_high']:.1f}]"
         for x in (s["base"], s["lora"])] + [_diff(s["base"]["accuracy"], s["lora"]["accuracy"], 100, " pts", 1)]
     rows["paired McNemar, exact"] = ["", "", f"p = {m.p_value:.3f} ({m.lora_only} wrong->right, "
                                              f"{m.base_only} right->wrong)"]
-    for label, key in (("format, strict", "format_rate_strict"), ("format, soft", "format_rate_soft"),
+    rows["format, valid (real reasoning + number)"] = [
+        _pct(s["base"]["format_rate_valid"]), _pct(s["lora"]["format_rate_valid"]),
+        _diff(s["base"]["format_rate_valid"], s["lora"]["format_rate_valid"], 100, " pts", 1)]
+    rows["paired McNemar, valid format"] = ["", "", f"p = {valid.p_value:.3g} ({valid.lora_only} gained, "
+                                                    f"{valid.base_only} lost)"]
+    for label, key in (("format, strict (layout only)", "format_rate_strict"),
+                       ("format, soft (layout only)", "format_rate_soft"),
+                       ("placeholder / template copy", "placeholder_rate"),
                        (f"reasoning complete (>= {MIN_REASONING_STEPS} steps)", "reasoning_rate")):
         rows[label] = [_pct(s["base"][key]), _pct(s["lora"][key]),
                        _diff(s["base"][key], s["lora"][key], 100, " pts", 1)]
@@ -278,12 +287,6 @@ def decoding(profile, greedy: bool = False) -> dict:
             "temperature": 0.0 if greedy else profile.temperature, "top_p": profile.top_p}
 
 
-def default_n(profile) -> int | None:
-    """Questions to evaluate by default: the whole test split (``None``), except on the CPU
-    profile, where :data:`CPU_EVAL_N` keeps the run within a few minutes on 2 cores."""
-    return CPU_EVAL_N if profile.name == "cpu" else None
-
-
 def run_name(adapter_dir, greedy: bool = False) -> str:
     """Results folder name for an adapter: ``outputs/grpo-cpu/lora_adapter`` -> ``grpo-cpu``
     (the training run's folder), with ``-greedy`` appended for greedy decoding."""
@@ -293,12 +296,13 @@ def run_name(adapter_dir, greedy: bool = False) -> str:
 
 
 def evaluate_before_after(model, tokenizer, dataset, adapter_dir=None, n: int | None = None,
+                          labels: tuple[str, str] = (LABELS["base"], LABELS["lora"]),
                           **eval_kwargs) -> tuple[EvalResult, EvalResult]:
     """Evaluate the base model, then base + LoRA, on the same questions; returns ``(base, lora)``.
 
     Both runs use :func:`helpers.evaluation.evaluate` with its default prompt (the training
     prompt, :func:`helpers.data.make_prompt`) and the same ``eval_kwargs`` (decoding, seed,
-    batch size). With vLLM, the base run passes no LoRA and the second run
+    batch size); ``labels`` name the two progress bars. With vLLM, the base run passes no LoRA and the second run
     ``lora_path=adapter_dir``. With PEFT, ``model`` must hold the trained adapter
     (:func:`load_with_adapter`); the base run happens inside ``model.disable_adapter()``.
 
@@ -308,15 +312,15 @@ def evaluate_before_after(model, tokenizer, dataset, adapter_dir=None, n: int | 
     if uses_vllm(model):
         if adapter_dir is None:
             raise ValueError("with vLLM, pass adapter_dir: the LoRA is applied from disk")
-        base = evaluate(model, tokenizer, dataset, n=n, desc="base", **eval_kwargs)
-        lora = evaluate(model, tokenizer, dataset, n=n, lora_path=str(adapter_dir), desc="base + LoRA",
+        base = evaluate(model, tokenizer, dataset, n=n, desc=labels[0], **eval_kwargs)
+        lora = evaluate(model, tokenizer, dataset, n=n, lora_path=str(adapter_dir), desc=labels[1],
                         **eval_kwargs)
         return base, lora
     if not _is_peft(model):
         raise ValueError("model has no LoRA adapter: load it with load_with_adapter(profile, adapter_dir)")
     with model.disable_adapter():
-        base = evaluate(model, tokenizer, dataset, n=n, desc="base", **eval_kwargs)
-    lora = evaluate(model, tokenizer, dataset, n=n, desc="base + LoRA", **eval_kwargs)
+        base = evaluate(model, tokenizer, dataset, n=n, desc=labels[0], **eval_kwargs)
+    lora = evaluate(model, tokenizer, dataset, n=n, desc=labels[1], **eval_kwargs)
     return base, lora
 
 
@@ -333,12 +337,23 @@ def check_adapter_dir(adapter_dir) -> Path:
     for name in ("adapter_config.json", "adapter_model.safetensors"):
         if not (path / name).exists():
             raise FileNotFoundError(f"{path / name} not found: {path} is not a saved LoRA adapter "
-                                    "(train one with notebook 04 or `python -m helpers train`)")
+                                    "(train one with notebook 05 or `python -m helpers train`)")
     return path
 
 
+def adapter_base(adapter_dir, model_path=None):
+    """The model an adapter was trained on: ``model_path`` if given, else the run's merged cold
+    start (``cold_start/`` beside ``adapter_dir``, as :func:`helpers.pipeline.run_pipeline` writes
+    it), else ``None`` (the profile's model)."""
+    if model_path is not None:
+        return model_path
+    cold_start = Path(adapter_dir).parent / "cold_start"
+    return cold_start if (cold_start / "config.json").exists() else None
+
+
 def load_with_adapter(profile, adapter_dir, model_path=None):
-    """``(model, tokenizer)``: the profile's base model with the trained LoRA from ``adapter_dir``.
+    """``(model, tokenizer)``: the adapter's base model (:func:`adapter_base`: ``model_path``, the
+    run's cold start, or the profile's model) with the trained LoRA from ``adapter_dir``.
 
     CPU (transformers): ``peft.PeftModel.from_pretrained`` on the base model. GPU (Unsloth):
     the usual policy with a LoRA of the profile's shape, whose weights are then replaced by the
@@ -352,6 +367,7 @@ def load_with_adapter(profile, adapter_dir, model_path=None):
     from .models import load_model
 
     adapter_dir = check_adapter_dir(adapter_dir)
+    model_path = adapter_base(adapter_dir, model_path)
     if profile.backend != "unsloth":
         from peft import PeftModel
 
@@ -454,13 +470,14 @@ def load_results(run_dir) -> Comparison:
 
 # ---------------------------------------------------------------------------------- plots
 def plot_before_after(comparison: Comparison, show: bool = True):
-    """Paired bars, base vs. base + LoRA: accuracy (with Wilson 95 % CI error bars), strict and
-    soft format, reasoning completeness, all in %. Returns the matplotlib ``Figure``."""
+    """Paired bars, base vs. base + LoRA: accuracy (with Wilson 95 % CI error bars), valid and
+    strict format, placeholder rate, reasoning completeness, all in %. Returns the ``Figure``."""
     import matplotlib.pyplot as plt
     import numpy as np
 
-    keys = [("accuracy", "accuracy"), ("format_rate_strict", "format, strict"),
-            ("format_rate_soft", "format, soft"), ("reasoning_rate", "reasoning complete")]
+    keys = [("accuracy", "accuracy"), ("format_rate_valid", "format, valid"),
+            ("format_rate_strict", "format, strict"), ("placeholder_rate", "placeholder"),
+            ("reasoning_rate", "reasoning complete")]
     x = np.arange(len(keys))
     fig, ax = plt.subplots(figsize=(8, 4), constrained_layout=True)
     for offset, name in ((-0.2, "base"), (0.2, "lora")):

@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .grading import extract_answer, is_equivalent
-from .rewards import soft_format_reward_func, strict_format_reward_func
+from .grading import extract_answer, extract_xml_block, is_equivalent
+from .rewards import content_checked, is_placeholder, prompt_texts, soft_layout, strict_layout
 
 RECORD_KEYS = ("question", "gold", "completion", "extracted", "correct", "format_strict",
-               "format_soft", "tokens", "seconds")
+               "format_soft", "format_valid", "placeholder", "tokens", "seconds")
 
 
 # ------------------------------------------------------------------------------ statistics
@@ -73,9 +73,14 @@ def score(questions: list[str], golds: list[str], completions: list[str], *,
     """Grade completions; returns one record per question (keys: :data:`RECORD_KEYS`).
 
     ``extracted = extract(completion)`` (default :func:`helpers.grading.extract_answer`),
-    ``correct = is_equivalent(extracted, gold)``, ``format_strict`` / ``format_soft`` from the
-    strict / soft XML format reward functions. ``tokens`` (completion tokens) and ``seconds``
-    (generation time per question) are copied through; ``None`` when not given.
+    ``correct = is_equivalent(extracted, gold)``; ``format_strict`` / ``format_soft``: the XML
+    layout (:func:`helpers.rewards.strict_layout` / ``soft_layout``), whatever the blocks hold;
+    ``format_valid``: the strict layout with real reasoning and a number as the answer (what
+    :func:`helpers.rewards.strict_format_reward_func` pays for); ``placeholder``: a reasoning or
+    answer block that is a placeholder (``...``, text copied from the system prompt or the
+    question: :func:`helpers.rewards.is_placeholder`), as in the template copy. ``tokens``
+    (completion tokens) and ``seconds`` (generation time per question) are copied through;
+    ``None`` when not given.
 
     Raises:
         ValueError: the lists differ in length.
@@ -88,15 +93,18 @@ def score(questions: list[str], golds: list[str], completions: list[str], *,
         raise ValueError(f"questions, golds, completions, tokens and seconds differ in length: "
                          f"{n}, {len(golds)}, {len(completions)}, {len(tokens)}, {len(seconds)}")
     extract = extract or extract_answer
-    strict = strict_format_reward_func(completions=completions)
-    soft = soft_format_reward_func(completions=completions)
     records = []
     for i in range(n):
-        extracted = extract(completions[i])
+        text, extracted = completions[i], extract(completions[i])
+        sources = prompt_texts(None) + [questions[i]]
+        strict = strict_layout(text)
         records.append({
-            "question": questions[i], "gold": golds[i], "completion": completions[i],
+            "question": questions[i], "gold": golds[i], "completion": text,
             "extracted": extracted, "correct": bool(is_equivalent(extracted, golds[i])),
-            "format_strict": strict[i] > 0, "format_soft": soft[i] > 0,
+            "format_strict": strict, "format_soft": soft_layout(text),
+            "format_valid": strict and content_checked(text, sources),
+            "placeholder": (is_placeholder(extract_xml_block(text, "reasoning"), sources)
+                            or is_placeholder(extract_xml_block(text, "answer"))),
             "tokens": tokens[i], "seconds": seconds[i],
         })
     return records
@@ -112,7 +120,9 @@ def summarize(records: list[dict], z: float = 1.96) -> dict:
 
     Keys: ``n``; ``accuracy`` (share correct) with ``ci_low`` / ``ci_high`` (Wilson interval,
     95 % for ``z=1.96``); ``format_rate_strict`` / ``format_rate_soft`` (share in the XML
-    training format); ``answer_rate`` (share with an extracted answer); ``mean_tokens``
+    layout); ``format_rate_valid`` (strict layout with real reasoning and a number as the
+    answer); ``placeholder_rate`` (share with a placeholder block); ``answer_rate`` (share
+    with an extracted answer); ``mean_tokens``
     (completion tokens per question; summed over the k samples with self-consistency);
     ``seconds_per_question`` (generation wall time per question). Means skip ``None`` values and
     are ``None`` when every value is missing.
@@ -135,6 +145,8 @@ def summarize(records: list[dict], z: float = 1.96) -> dict:
         "ci_high": high,
         "format_rate_strict": _mean(bool(r.get("format_strict")) for r in records),
         "format_rate_soft": _mean(bool(r.get("format_soft")) for r in records),
+        "format_rate_valid": _mean(bool(r.get("format_valid")) for r in records),
+        "placeholder_rate": _mean(bool(r.get("placeholder")) for r in records),
         "answer_rate": _mean(r.get("extracted") is not None for r in records),
         "mean_tokens": _mean(r.get("tokens") for r in records),
         "seconds_per_question": _mean(r.get("seconds") for r in records),

@@ -5,8 +5,12 @@
   "Qwen2.5 (3B) - GRPO" notebook and willccbb's GRPO demo (the course's seeds):
   LoRA rank 64 on all attention and MLP projections, 8 completions per prompt, 200 completion
   tokens, 250 steps, lr 5e-6, AdamW 8-bit, max_grad_norm 0.1, cosine schedule, 10 % warm-up.
-* ``cpu`` - a smoke run of the same pipeline on 2 CPU cores: SmolLM2-135M-Instruct with plain
-  transformers + PEFT LoRA, fp32, tiny sizes (4 completions x 64 tokens, about 16 s a step).
+* ``cpu`` - a small learning run on 2 CPU cores: SmolLM2-135M-Instruct with plain transformers +
+  PEFT LoRA, fp32. The 135M model never writes the format on its own, so a cold start (SFT on 160
+  formatted GSM8K train solutions, batch 2, lr 3e-4) comes first; then 20 GRPO steps of 8
+  completions x 160 tokens at lr 1.5e-4 (about 27 s a step), then a greedy evaluation on 64 test
+  questions. Measured: the valid format rises from about half the questions to about three
+  quarters; accuracy stays near 0 (results/cpu-checked-rewards).
 
 The GRPO objective is set here explicitly instead of left to TRL's defaults (TRL 0.22 defaults
 to DAPO's token-level loss with beta = 0). The course trains what it teaches, DeepSeekMath's GRPO
@@ -70,6 +74,13 @@ class Profile:
     epsilon: float = 0.2
     scale_rewards: str = "group"
     gpu_memory_utilization: float = 0.5  # share of GPU memory vLLM may take
+    # Cold start (helpers.cold_start): SFT on formatted GSM8K train solutions before GRPO.
+    cold_start_examples: int = 0  # 0: no cold start, GRPO starts from the model itself
+    cold_start_learning_rate: float = 3e-4
+    cold_start_epochs: int = 1
+    cold_start_batch_size: int = 8
+    # Evaluation at the end of a run: first N GSM8K test questions, greedy (None: all of them).
+    eval_questions: int | None = None
     seed: int = 3407
     extra: dict = field(default_factory=dict)
 
@@ -109,7 +120,7 @@ T4 = Profile(
 
 CPU = Profile(
     name="cpu",
-    description="CPU smoke run: SmolLM2-135M-Instruct, transformers + PEFT LoRA, fp32",
+    description="CPU learning run: SmolLM2-135M-Instruct, cold start + GRPO, transformers + PEFT, fp32",
     model_id=SMOLLM2_135M,
     backend="transformers",
     load_in_4bit=False,
@@ -120,23 +131,43 @@ CPU = Profile(
     lora_alpha=16,
     lora_target_modules=ALL_LINEAR,
     gradient_checkpointing=False,
-    num_generations=4,
-    per_device_train_batch_size=4,
+    num_generations=8,
+    per_device_train_batch_size=8,
     gradient_accumulation_steps=1,
     max_prompt_length=256,
-    max_completion_length=64,
+    max_completion_length=160,
     temperature=1.0,
     top_p=1.0,
-    max_steps=3,
-    learning_rate=5e-6,
+    max_steps=20,
+    learning_rate=1.5e-4,
     optim="adamw_torch",
     max_grad_norm=0.1,
     weight_decay=0.1,
     warmup_ratio=0.0,
     lr_scheduler_type="constant",
+    cold_start_examples=160,
+    cold_start_batch_size=2,
+    eval_questions=64,
 )
 
 PROFILES = {p.name: p for p in (T4, CPU)}
+
+
+def shortened(profile: Profile) -> Profile:
+    """The same pipeline at smoke size, for CI and quick checks (``--quick``, ``GRPO_QUICK=1``):
+    8 cold-start examples, 2 GRPO steps of 4 completions x 32 tokens, 4 evaluation questions.
+    It checks that every stage runs and writes its files, not that anything is learned. The name
+    gets ``-quick``, so its outputs (``outputs/grpo-cpu-quick``) never overwrite a real run's."""
+    return profile.replace(
+        name=f"{profile.name}-quick", description=f"shortened {profile.description}",
+        cold_start_examples=min(profile.cold_start_examples, 8), cold_start_batch_size=4,
+        max_steps=2, num_generations=4, per_device_train_batch_size=4, max_completion_length=32,
+        eval_questions=4)
+
+
+def quick_requested() -> bool:
+    """True when the environment asks for shortened runs (``GRPO_QUICK=1``, as ``make test`` sets)."""
+    return os.environ.get("GRPO_QUICK", "") not in ("", "0")
 
 
 def has_cuda() -> bool:
@@ -160,6 +191,6 @@ def get_profile(name: str | None = None, verbose: bool = True, **overrides) -> P
         raise ValueError(f"unknown profile {chosen!r}; choose one of {sorted(PROFILES)}")
     profile = PROFILES[chosen].replace(**overrides) if overrides else PROFILES[chosen]
     if verbose and profile.name == "cpu":
-        print("Using the CPU profile (no GPU found, or asked for): SmolLM2-135M-Instruct. "
-              "CPU runs are smoke runs of the pipeline, not real training.")
+        print("Using the CPU profile (no GPU found, or asked for): SmolLM2-135M-Instruct, "
+              "cold start + GRPO at a size 2 CPU cores finish in about 17 minutes.")
     return profile

@@ -1,16 +1,28 @@
-"""GRPO reward functions for the XML answer format, fixed, next to the seeds' originals.
+"""GRPO reward functions for the XML answer format: checked, layout-only, and the seeds' originals.
 
-The seeds' functions (willccbb's GRPO demo, copied into Unsloth's Qwen2.5 GRPO notebook) are
-kept verbatim (minus a print) as ``seed_*`` for teaching. Their failures, each fixed here:
+Three generations of the same five functions, so that the course can show what each fix buys:
 
-- correctness compares strings: ``$1,234`` vs ``1234`` or ``29.00`` vs ``29`` score 0; and it
-  takes the text after the *last* ``<answer>``, so two hedged answers score 2.0.
-  Fixed: ``helpers.grading`` (one ``<answer>`` block, math equivalence).
-- int reward uses ``str.isdigit``: ``-3`` and ``1,000`` are "not integers".
-- strict/soft format use ``.`` without ``re.DOTALL``: multi-line reasoning never matches;
-  strict also demands a final ``\\n``, soft rejects leading whitespace.
-- xmlcount penalizes a completion that ends right after ``</answer>`` by its whole length,
-  and counts a trailing ``<|im_end|>`` as junk.
+1. ``seed_*`` - willccbb's GRPO demo, copied into Unsloth's Qwen2.5 GRPO notebook, verbatim
+   (minus a print). Their parsing failures, each fixed in 2 and 3:
+
+   - correctness compares strings: ``$1,234`` vs ``1234`` or ``29.00`` vs ``29`` score 0; and it
+     takes the text after the *last* ``<answer>``, so two hedged answers score 2.0.
+     Fixed: ``helpers.grading`` (one ``<answer>`` block, math equivalence).
+   - int reward uses ``str.isdigit``: ``-3`` and ``1,000`` are "not integers".
+   - strict/soft format use ``.`` without ``re.DOTALL``: multi-line reasoning never matches;
+     strict also demands a final ``\\n``, soft rejects leading whitespace.
+   - xmlcount penalizes a completion that ends right after ``</answer>`` by its whole length,
+     and counts a trailing ``<|im_end|>`` as junk.
+
+2. ``layout_*`` (:data:`LAYOUT_REWARD_FUNCS`) - the parsing fixed, but the format rewards still
+   look at the *layout* only, as the seeds do. They are hackable: the system prompt's own
+   template ``<reasoning>\\n...\\n</reasoning>\\n<answer>\\n...\\n</answer>`` earns all 1.5
+   format points. A 135M policy trained with them learns exactly that (notebook 05).
+
+3. The default functions (:data:`REWARD_FUNCS`) - the format rewards also check the *content*
+   (:func:`content_checked`): a closed reasoning block must be real work
+   (:func:`is_real_reasoning`) and a closed answer block must hold a number
+   (:func:`is_parseable_answer`). The template copy scores 0 on every one of them.
 
 All functions take TRL's keyword arguments (``prompts``, ``completions``, ``answer`` column,
 ...) and return one float per completion. Completions may be conversational
@@ -21,7 +33,8 @@ from __future__ import annotations
 
 import re
 
-from .grading import extract_answer, is_equivalent, normalize_answer
+from .grading import (extract_answer, extract_boxed, extract_xml_block, is_equivalent,
+                      normalize_answer, parse_number)
 
 CORRECT, INTEGER, FORMAT = 2.0, 0.5, 0.5
 XML_TAG, XML_TRAILING_PER_CHAR = 0.125, 0.001
@@ -30,6 +43,8 @@ _STRICT_RE = re.compile(r"<reasoning>\n(.+?)\n</reasoning>\n<answer>\n(.+?)\n</a
 _SOFT_RE = re.compile(r"\s*<reasoning>(.+?)</reasoning>\s*<answer>(.+?)</answer>", re.S)
 _TAGS = ("<reasoning>", "</reasoning>", "<answer>", "</answer>")
 _INT_RE = re.compile(r"[-+]?\d+")
+_ALNUM_RE = re.compile(r"[^\W_]")  # a letter or digit, any script
+_DIGIT_RE = re.compile(r"\d")
 
 
 def completion_texts(completions) -> list[str]:
@@ -63,6 +78,87 @@ def _blocks_filled(m: re.Match | None) -> bool:
     return bool(m) and all(g.strip() for g in m.groups())
 
 
+# ----------------------------------------------------------------- content checks (anti-hacking)
+def prompt_texts(prompt) -> list[str]:
+    """The texts of one TRL prompt: a string, or the ``content`` of each chat message.
+
+    ``None`` gives the course's :data:`helpers.data.SYSTEM_PROMPT`, so that a copy of its
+    template is recognised even when the reward function is called without prompts.
+    """
+    if prompt is None:
+        from .data import SYSTEM_PROMPT
+
+        return [SYSTEM_PROMPT]
+    if isinstance(prompt, str):
+        return [prompt]
+    return [m.get("content") or "" for m in prompt if isinstance(m, dict)]
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def is_copied(block: str, sources: list[str]) -> bool:
+    """True when ``block`` (whitespace collapsed) appears verbatim inside one of ``sources``."""
+    block = _squash(block)
+    return bool(block) and any(block in _squash(source) for source in sources)
+
+
+def is_placeholder(block: str | None, sources: list[str] = ()) -> bool:
+    """A block that stands in for content: no letter or digit at all (``...``, ``…``, ``---``),
+    or text copied verbatim from the prompt (``sources``), such as the system prompt's template.
+    ``None`` (no block) is not a placeholder."""
+    if block is None:
+        return False
+    return not _ALNUM_RE.search(block) or is_copied(block, sources)
+
+
+def is_real_reasoning(block: str | None, sources: list[str] = ()) -> bool:
+    """Reasoning that is real work: it holds at least one digit (a number or an equation such as
+    ``16 - 3 - 4 = 9``) and is not a placeholder (:func:`is_placeholder`: ``...``, or text copied
+    from the prompt, the question included). ``None`` -> False.
+
+    A check, not a proof of work: ``"1"`` passes. Only the correctness reward cannot be paid
+    without solving the problem.
+    """
+    return block is not None and bool(_DIGIT_RE.search(block)) and not is_placeholder(block, sources)
+
+
+def is_parseable_answer(block: str | None) -> bool:
+    """An answer block that holds a number after :func:`helpers.grading.normalize_answer`
+    (``\\boxed{}`` unwrapped): ``18``, ``$1,234``, ``-3``, ``0.5``, ``3/4``, ``18 dollars``.
+    ``...``, ``x``, ``3,5`` or ``None`` -> False (GSM8K's answers are all numbers)."""
+    if block is None:
+        return False
+    return parse_number(normalize_answer(extract_boxed(block) or block)) is not None
+
+
+def content_checked(text: str, sources: list[str] = ()) -> bool:
+    """Whether every *closed* block of a completion holds real content.
+
+    A closed ``<reasoning>`` block must pass :func:`is_real_reasoning`, a closed ``<answer>``
+    block :func:`is_parseable_answer`. Blocks that are missing or cut off by the token limit are
+    not judged here (the layout checks handle them). The template copy fails; so does
+    ``<reasoning>\\nSo 9 * 2 = 18.\\n</reasoning>\\n<answer>\\n...\\n</answer>``.
+    """
+    reasoning = extract_xml_block(text, "reasoning")
+    if "</reasoning>" in text and not is_real_reasoning(reasoning, sources):
+        return False
+    answer = extract_xml_block(text, "answer")
+    return "</answer>" not in text or is_parseable_answer(answer)
+
+
+def _sources(prompts, n: int) -> list[list[str]]:
+    """Per-completion prompt texts; TRL passes one prompt per completion."""
+    if prompts is None:
+        return [prompt_texts(None)] * n
+    prompts = list(prompts)
+    if len(prompts) != n:
+        raise ValueError(f"{n} completions but {len(prompts)} prompts")
+    return [prompt_texts(p) for p in prompts]
+
+
+# ----------------------------------------------------------------------- reward functions
 def correctness_reward_func(prompts=None, completions=(), answer=(), **kwargs) -> list[float]:
     """2.0 when the extracted answer equals the gold ``answer`` (``grading.is_equivalent``).
 
@@ -86,31 +182,61 @@ def int_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list
             for t in completion_texts(completions)]
 
 
-def strict_format_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list[float]:
-    """0.5 for exactly ``<reasoning>\\n…\\n</reasoning>\\n<answer>\\n…\\n</answer>``.
+def strict_layout(text: str) -> bool:
+    """Exactly ``<reasoning>\\n…\\n</reasoning>\\n<answer>\\n…\\n</answer>`` (optional final
+    ``\\n``, then only end-of-turn tokens); blocks may span lines but not be blank; each tag once."""
+    text = strip_eos(text)
+    return _one_of_each_tag(text) and _blocks_filled(_STRICT_RE.fullmatch(text))
 
-    An optional final ``\\n`` is allowed. Content may span lines but must not be blank; each
-    tag appears once; nothing else around it except a trailing end-of-turn token (``<|im_end|>``).
+
+def soft_layout(text: str) -> bool:
+    """``<reasoning>…</reasoning>`` then ``<answer>…</answer>``, any whitespace around and between,
+    trailing text allowed; blocks not blank; each tag exactly once."""
+    return _one_of_each_tag(text) and _blocks_filled(_SOFT_RE.match(text))
+
+
+def layout_strict_format_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list[float]:
+    """0.5 for the strict layout (:func:`strict_layout`), whatever the blocks hold. Hackable:
+    the template copy ``<reasoning>\\n...\\n</reasoning>\\n<answer>\\n...\\n</answer>`` -> 0.5."""
+    return [FORMAT if strict_layout(t) else 0.0 for t in completion_texts(completions)]
+
+
+def layout_soft_format_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list[float]:
+    """0.5 for the soft layout (:func:`soft_layout`), whatever the blocks hold. Hackable."""
+    return [FORMAT if soft_layout(t) else 0.0 for t in completion_texts(completions)]
+
+
+def layout_xmlcount_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list[float]:
+    """:func:`count_xml` of each completion (0.0 to 0.5), whatever the blocks hold. Hackable."""
+    return [count_xml(t) for t in completion_texts(completions)]
+
+
+def strict_format_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list[float]:
+    """0.5 for the strict layout (:func:`strict_layout`) holding real reasoning and a number.
+
+    Both blocks must pass :func:`content_checked`: reasoning with a digit that is not copied from
+    the prompt (``prompts``, TRL's; default the course's system prompt), and an answer that
+    parses as a number. ``<reasoning>\\n9 * 2 = 18\\n</reasoning>\\n<answer>\\n18\\n</answer>``
+    -> 0.5; the template copy, or reasoning ``"Let me think."`` -> 0.0.
+
+    Raises:
+        ValueError: ``prompts`` given with a length other than ``completions``'.
     """
-    out = []
-    for t in completion_texts(completions):
-        t = strip_eos(t)
-        ok = _one_of_each_tag(t) and _blocks_filled(_STRICT_RE.fullmatch(t))
-        out.append(FORMAT if ok else 0.0)
-    return out
+    texts = completion_texts(completions)
+    return [FORMAT if strict_layout(t) and content_checked(t, src) else 0.0
+            for t, src in zip(texts, _sources(prompts, len(texts)))]
 
 
 def soft_format_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list[float]:
-    """0.5 for ``<reasoning>…</reasoning>`` then ``<answer>…</answer>`` with any whitespace.
+    """0.5 for the soft layout (:func:`soft_layout`) holding real reasoning and a number
+    (:func:`content_checked`, as in :func:`strict_format_reward_func`).
 
-    Leading whitespace and trailing text are allowed, content may span lines but must not be
-    blank, and each tag must appear exactly once (two answer blocks -> 0.0).
+    Raises:
+        ValueError: ``prompts`` given with a length other than ``completions``'.
     """
-    out = []
-    for t in completion_texts(completions):
-        ok = _one_of_each_tag(t) and _blocks_filled(_SOFT_RE.match(t))
-        out.append(FORMAT if ok else 0.0)
-    return out
+    texts = completion_texts(completions)
+    return [FORMAT if soft_layout(t) and content_checked(t, src) else 0.0
+            for t, src in zip(texts, _sources(prompts, len(texts)))]
 
 
 def count_xml(text: str) -> float:
@@ -135,12 +261,25 @@ def count_xml(text: str) -> float:
 
 
 def xmlcount_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list[float]:
-    """``count_xml`` of each completion (0.0 to 0.5)."""
-    return [count_xml(t) for t in completion_texts(completions)]
+    """:func:`count_xml` (0.0 to 0.5) when every closed block holds real content
+    (:func:`content_checked`), else 0.0.
+
+    Partial credit stays for a completion cut off inside its reasoning; a closed placeholder block
+    (``...``, the template copy) zeroes it.
+
+    Raises:
+        ValueError: ``prompts`` given with a length other than ``completions``'.
+    """
+    texts = completion_texts(completions)
+    return [count_xml(t) if content_checked(t, src) else 0.0
+            for t, src in zip(texts, _sources(prompts, len(texts)))]
 
 
 REWARD_FUNCS = [xmlcount_reward_func, soft_format_reward_func, strict_format_reward_func,
                 int_reward_func, correctness_reward_func]
+LAYOUT_REWARD_FUNCS = [layout_xmlcount_reward_func, layout_soft_format_reward_func,
+                       layout_strict_format_reward_func, int_reward_func, correctness_reward_func]
+REWARD_SETS = {"checked": REWARD_FUNCS, "layout": LAYOUT_REWARD_FUNCS}
 
 
 # ------------------------------------------------------------------------------------------

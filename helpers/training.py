@@ -1,7 +1,7 @@
 """GRPO training with TRL's ``GRPOTrainer``: config from a profile, metrics CSV, LoRA adapter.
 
-:func:`train` is the one pipeline behind notebook 04, ``make train`` and
-``python -m helpers train``. It writes into ``output_dir``:
+:func:`train` is the GRPO stage of notebook 05 and of :func:`helpers.pipeline.run_pipeline`
+(``make train``, ``python -m helpers train``). It writes into ``output_dir``:
 
 * ``metrics.csv`` - one row per optimizer step: total reward and each reward function's mean,
   reward std, KL to the reference model, completion length, clipped-completion ratio, clip
@@ -129,7 +129,8 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
         model, tokenizer: an already loaded policy with LoRA (:func:`helpers.models.load_model`);
             loaded from the profile (and ``model_path``) when omitted.
         dataset: prompts with ``prompt`` and ``answer`` columns; default GSM8K train.
-        reward_funcs: default :data:`helpers.rewards.REWARD_FUNCS` (the five seed rewards).
+        reward_funcs: default :data:`helpers.rewards.REWARD_FUNCS` (the five course rewards, with
+            content-checked format rewards).
         report_to: ``"none"``; ``"wandb"`` or ``"tensorboard"`` are opt-in.
         config_overrides: any other ``GRPOConfig`` field.
 

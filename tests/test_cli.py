@@ -1,21 +1,85 @@
+"""The command line: settings reach the pipeline; bad input is one clear line and exit 2."""
+
 from pathlib import Path
 
+import pytest
+
 from helpers.__main__ import main
+from helpers.pipeline import PipelineRun
 from helpers.training import TrainingRun
 
+SUMMARY = {"stages": {s: {"n": 4, "correct": 0, "format_rate_strict": 0.5, "format_rate_valid": 0.25,
+                          "placeholder_rate": 0.0, "mean_tokens": 30.0} for s in ("base", "cold_start", "grpo")},
+           "mcnemar_start_vs_grpo": {k: {"p_value": 1.0, "lora_only": 0, "base_only": 0}
+                                     for k in ("format_valid", "correct")},
+           "timings_s": {"grpo_per_step_s": 12.5, "total_s": 600.0}}
 
-def test_train_command_runs_the_pipeline_with_the_chosen_settings(monkeypatch, capsys, tmp_path):
+
+@pytest.fixture
+def fake_pipeline(monkeypatch):
     calls = []
 
-    def fake_train(profile, max_steps=None, output_dir=None):
-        calls.append((profile.name, max_steps, output_dir))
+    def run_pipeline(profile, output_dir=None, reward_set="checked", cold_start_dir=None, command=None):
+        calls.append(dict(profile=profile, output_dir=output_dir, reward_set=reward_set, cold_start=cold_start_dir,
+                          command=command))
         out = Path(output_dir)
-        state = type("State", (), {"global_step": max_steps})
-        return TrainingRun(out, out / "metrics.csv", out / "lora_adapter", out / "curves.png", 12.5,
-                           trainer=type("Trainer", (), {"state": state}))
+        state = type("State", (), {"global_step": profile.max_steps})
+        training = TrainingRun(out, out / "metrics.csv", out / "lora_adapter", out / "curves.png", 12.5,
+                               trainer=type("Trainer", (), {"state": state}))
+        return PipelineRun(out, SUMMARY, out / "summary.json", out / "eval_records.jsonl", training)
 
-    monkeypatch.setattr("helpers.training.train", fake_train)
-    assert main(["train", "--profile", "cpu", "--max-steps", "2", "--output-dir", str(tmp_path)]) == 0
-    assert calls == [("cpu", 2, str(tmp_path))]
+    monkeypatch.setattr("helpers.pipeline.run_pipeline", run_pipeline)
+    monkeypatch.delenv("GRPO_QUICK", raising=False)
+    return calls
+
+
+def test_train_command_runs_the_pipeline_with_the_chosen_settings(fake_pipeline, capsys, tmp_path):
+    assert main(["train", "--profile", "cpu", "--max-steps", "2", "--rewards", "layout",
+                 "--output-dir", str(tmp_path)]) == 0
+    [call] = fake_pipeline
+    assert call["profile"].name == "cpu" and call["profile"].max_steps == 2
+    assert call["profile"].cold_start_examples == 160 and call["reward_set"] == "layout"
+    assert call["command"] == f"python -m helpers train --profile cpu --max-steps 2 --rewards layout --output-dir {tmp_path}"
     out = capsys.readouterr().out
-    assert "GRPO steps:       2" in out and "Seconds per step: 12.5" in out and str(tmp_path / "lora_adapter") in out
+    assert "GRPO: 2 steps, 12.5 s per step; total 10.0 min" in out
+    assert "valid format: real reasoning + number" in out and str(tmp_path / "summary.json") in out
+
+
+def test_quick_flag_and_environment_shorten_every_stage(fake_pipeline, monkeypatch, tmp_path):
+    main(["train", "--profile", "cpu", "--quick", "--output-dir", str(tmp_path)])
+    monkeypatch.setenv("GRPO_QUICK", "1")
+    main(["train", "--profile", "cpu", "--output-dir", str(tmp_path)])
+    for call in fake_pipeline:
+        p = call["profile"]
+        assert (p.name, p.cold_start_examples, p.max_steps, p.eval_questions) == ("cpu-quick", 8, 2, 4)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "--max-steps", "0"], "must be at least 1, got 0"),
+    (["train", "--max-steps", "-1"], "must be at least 1, got -1"),  # TRL would train whole epochs
+    (["train", "--max-steps", "two"], "'two' is not an integer"),
+    (["train", "--profile", "a100"], "invalid choice: 'a100'"),
+    (["train", "--cold-start", "/no/such/folder"], "no folder at /no/such/folder"),
+    (["evaluate", "--adapter", "/no/such/adapter"], "no folder at /no/such/adapter"),
+    (["evaluate", "--adapter", ".", "--n", "0"], "must be at least 1"),
+])
+def test_bad_arguments_exit_2_with_one_line(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_missing_data_folder_is_one_line_and_exit_2(fake_pipeline, monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("GSM8K_DIR", str(tmp_path / "nowhere"))
+    assert main(["train", "--profile", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "GSM8K_DIR=" in err and "no train.jsonl" in err
+    assert fake_pipeline == []  # failed before anything was loaded or trained
+
+
+def test_adapter_folder_without_an_adapter_is_one_line_and_exit_2(monkeypatch, capsys, tmp_path):
+    assert main(["evaluate", "--adapter", str(tmp_path), "--profile", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "adapter_config.json not found" in err

@@ -141,6 +141,10 @@ def test_comparison_table_shows_ci_pvalue_and_changes():
     # b = c = 1: 2 * (1 + 2) / 4 = 1.5, capped at 1
     assert table.loc["paired McNemar, exact", "change"].startswith("p = 1.000 (1 wrong->right, 1 right->wrong)")
     assert table.loc["reasoning complete (>= 2 steps)"].tolist() == ["0.0 %", "50.0 %", "+50.0 pts"]
+    # GOOD and its "5" copy are valid (real reasoning + a number); base has no reasoning block
+    assert table.loc["format, valid (real reasoning + number)"].tolist() == ["0.0 %", "50.0 %", "+50.0 pts"]
+    # 2 gained, 0 lost: 2 * (1/4) = 0.5
+    assert table.loc["paired McNemar, valid format", "change"] == "p = 0.5 (2 gained, 0 lost)"
     # mean tokens (5 + 6 + 5 + 6)/4 = 5.5 -> (30 + 31 + 5 + 6)/4 = 18.0
     assert table.loc["mean completion tokens"].tolist() == ["5.5", "18.0", "+12.5"]
     assert table.loc["seconds per question"].tolist() == ["1.00", "2.00", "+1.00"]

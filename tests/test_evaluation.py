@@ -188,3 +188,23 @@ def test_plot_accuracy_draws_one_bar_per_run_with_interval():
         plot_accuracy({})
     with pytest.raises(ValueError, match="lacks"):
         plot_accuracy({"x": {"accuracy": 0.5}})
+
+
+def test_records_tell_the_valid_format_from_a_template_copy():
+    question = "Janet has 16 eggs. She sells 9 at $2 each. How much does she make?"
+    texts = {
+        "real": "<reasoning>\n9 * 2 = 18\n</reasoning>\n<answer>\n18\n</answer>",
+        "template copy": "<reasoning>\n...\n</reasoning>\n<answer>\n...\n</answer>",
+        "copied question": "<reasoning>\nJanet has 16 eggs.\n</reasoning>\n<answer>\n18\n</answer>",
+        "word answer": "<reasoning>\n9 * 2 = 18\n</reasoning>\n<answer>\na lot of money\n</answer>",
+        "no format": "She makes 18 dollars.",
+    }
+    records = dict(zip(texts, score([question] * 5, ["18"] * 5, list(texts.values()))))
+    assert {k: r["format_strict"] for k, r in records.items()} == {
+        "real": True, "template copy": True, "copied question": True, "word answer": True, "no format": False}
+    assert {k: r["format_valid"] for k, r in records.items()} == {
+        "real": True, "template copy": False, "copied question": False, "word answer": False, "no format": False}
+    assert {k: r["placeholder"] for k, r in records.items()} == {
+        "real": False, "template copy": True, "copied question": True, "word answer": False, "no format": False}
+    s = summarize(list(records.values()))
+    assert (s["format_rate_strict"], s["format_rate_valid"], s["placeholder_rate"]) == (0.8, 0.2, 0.4)

@@ -12,7 +12,7 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("
 
 def test_course_notebooks_exist():
     names = [p.name for p in NOTEBOOKS]
-    assert "04_grpo_training.ipynb" in names
+    assert "05_grpo_training.ipynb" in names and "04_cold_start.ipynb" in names
     assert all(name[:2].isdigit() and name[2] == "_" for name in names), names
 
 

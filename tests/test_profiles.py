@@ -57,3 +57,40 @@ def test_t4_config_is_fp16_with_vllm(tmp_path):
     config = build_grpo_config(PROFILES["t4"], tmp_path)
     assert config.fp16 and not config.bf16  # the T4 has no bf16
     assert config.use_vllm
+
+
+def test_cpu_profile_is_the_measured_learning_run():
+    cpu = PROFILES["cpu"]
+    assert (cpu.cold_start_examples, cpu.cold_start_batch_size, cpu.cold_start_learning_rate) == (160, 2, 3e-4)
+    assert (cpu.num_generations, cpu.max_completion_length, cpu.max_steps, cpu.learning_rate) == (8, 160, 20, 1.5e-4)
+    assert cpu.eval_questions == 64 and PROFILES["t4"].cold_start_examples == 0
+
+
+@pytest.mark.parametrize("name", ["t4", "cpu"])
+def test_shortened_keeps_the_objective_and_a_valid_group_shape(tmp_path, name):
+    from helpers.profiles import shortened
+
+    full, quick = PROFILES[name], shortened(PROFILES[name])
+    assert quick.name == f"{name}-quick" and quick.max_steps == 2 and quick.eval_questions == 4
+    assert quick.cold_start_examples == min(full.cold_start_examples, 8)
+    assert (quick.loss_type, quick.beta, quick.epsilon) == (full.loss_type, full.beta, full.epsilon)
+    assert quick.per_device_train_batch_size % quick.num_generations == 0
+
+
+def test_quick_is_requested_by_the_environment(monkeypatch):
+    from helpers.profiles import quick_requested
+
+    for value, expected in (("1", True), ("yes", True), ("0", False), ("", False)):
+        monkeypatch.setenv("GRPO_QUICK", value)
+        assert quick_requested() is expected
+    monkeypatch.delenv("GRPO_QUICK")
+    assert quick_requested() is False
+
+
+def test_sft_config_trains_the_completion_in_the_profiles_precision(tmp_path):
+    from helpers.cold_start import build_sft_config
+
+    config = build_sft_config(PROFILES["cpu"], tmp_path)
+    assert config.completion_only_loss is True and not config.bf16 and not config.fp16
+    assert (config.learning_rate, config.per_device_train_batch_size, config.num_train_epochs) == (3e-4, 2, 1)
+    assert config.max_length == 256 + 160 and config.report_to == []

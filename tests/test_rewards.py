@@ -20,7 +20,7 @@ def score(text, gold="18", funcs=FIXED):
     return {name: f(prompts=[[]], completions=conv, answer=[gold])[0] for name, f in funcs.items()}
 
 
-def formatted(answer, reasoning="Some steps.\nMore steps."):
+def formatted(answer, reasoning="Some steps: 3 * 4 = 12.\nMore steps."):
     return f"<reasoning>\n{reasoning}\n</reasoning>\n<answer>\n{answer}\n</answer>\n"
 
 
@@ -67,7 +67,7 @@ def test_xmlcount_penalizes_trailing_text_but_stays_nonnegative():
 
 
 def test_multiline_and_whitespace_formats():
-    loose = "  <reasoning>a\nb</reasoning>\n\n<answer> 18 </answer> trailing"
+    loose = "  <reasoning>a = 1\nb</reasoning>\n\n<answer> 18 </answer> trailing"
     assert score(loose) == pytest.approx(dict(xml=0.0, soft=0.5, strict=0.0, int=0.5, correct=2.0))
     blank = "<reasoning>\n \n</reasoning>\n<answer>\n18\n</answer>\n"
     assert score(blank)["strict"] == score(blank)["soft"] == 0.0
@@ -107,3 +107,74 @@ def test_every_gsm8k_label_is_correct_against_itself(gsm8k_dir):
     assert len(labels) == 8792
     rewards = R.correctness_reward_func(completions=[formatted(x) for x in labels], answer=labels)
     assert [x for x, r in zip(labels, rewards) if r != 2.0] == []
+
+
+# ------------------------------------------------------------- reward hacking: the template copy
+TEMPLATE_COPY = "<reasoning>\n...\n</reasoning>\n<answer>\n...\n</answer>"  # the system prompt's own
+LAYOUT = dict(xml=R.layout_xmlcount_reward_func, soft=R.layout_soft_format_reward_func,
+              strict=R.layout_strict_format_reward_func)
+FORMAT_ONLY = {k: FIXED[k] for k in ("xml", "soft", "strict")}
+
+
+def test_the_system_prompt_holds_the_template_that_gets_copied():
+    from helpers.data import SYSTEM_PROMPT
+
+    assert SYSTEM_PROMPT.endswith(TEMPLATE_COPY)
+
+
+@pytest.mark.parametrize("text", [TEMPLATE_COPY, TEMPLATE_COPY + "\n", TEMPLATE_COPY + "<|im_end|>",
+                                  TEMPLATE_COPY.replace("...", "\u2026"), TEMPLATE_COPY.replace("...", "---")])
+def test_template_copy_scores_zero_on_every_checked_reward_but_full_layout_marks(text):
+    assert score(text) == dict(xml=0.0, soft=0.0, strict=0.0, int=0.0, correct=0.0)
+    assert score(text, funcs=LAYOUT) == dict(xml=0.5, soft=0.5, strict=0.5)
+
+
+@pytest.mark.parametrize("text", [GOLD, GOLD[:-1], GOLD + "<|im_end|>", formatted("$1,234", "7 + 5 = 12"),
+                                  formatted("0.5", "1/2 of it"), formatted("\\boxed{42}", "6 * 7 = 42")])
+def test_a_real_formatted_completion_scores_as_under_the_layout_rewards(text):
+    assert score(text, funcs=FORMAT_ONLY) == score(text, funcs=LAYOUT)
+    assert score(text, funcs=FORMAT_ONLY)["strict"] == 0.5
+
+
+@pytest.mark.parametrize("reasoning, answer, why", [
+    ("...", "18", "placeholder reasoning"),
+    ("Let me think about it.", "18", "reasoning without a number or equation"),
+    ("9 * 2 = 18", "...", "placeholder answer"),
+    ("9 * 2 = 18", "a lot", "answer that is no number"),
+    ("Respond in the following format:", "18", "reasoning copied from the system prompt"),
+    ("Janet has 16 eggs.", "18", "reasoning copied from the question"),
+])
+def test_checked_format_rewards_refuse_each_kind_of_fake_content(reasoning, answer, why):
+    question = "Janet has 16 eggs. She sells 9 at $2. How much does she make?"
+    conv = [[{"role": "assistant", "content": formatted(answer, reasoning)}]]
+    prompts = [[{"role": "system", "content": "Respond in the following format:"},
+                {"role": "user", "content": question}]]
+    for f in (R.xmlcount_reward_func, R.soft_format_reward_func, R.strict_format_reward_func):
+        assert f(prompts=prompts, completions=conv)[0] == 0.0, (f.__name__, why)
+    assert R.layout_strict_format_reward_func(prompts=prompts, completions=conv)[0] == 0.5
+
+
+def test_xmlcount_keeps_partial_credit_for_a_completion_cut_off_in_its_reasoning():
+    cut = "<reasoning>\nShe sells 16 - 3 - 4 = 9 eggs and"
+    assert score(cut)["xml"] == 0.125 and score(cut, funcs=LAYOUT)["xml"] == 0.125
+    assert score(cut + "\n</reasoning>\n<answer>\n...")["xml"] == 0.375  # 3 tags; answer still open
+
+
+def test_content_helpers_on_their_own():
+    assert R.is_placeholder("...") and R.is_placeholder(" \u2026 ") and not R.is_placeholder("x")
+    assert R.is_placeholder("Janet   has\n16 eggs", ["Janet has 16 eggs a day."])
+    assert not R.is_placeholder(None)
+    assert R.is_real_reasoning("16 - 3 - 4 = 9") and not R.is_real_reasoning("no digits here")
+    assert [R.is_parseable_answer(x) for x in ("18", "$1,234", "-3", "3/4", "\\boxed{7}", "3,5", "x", None)] \
+        == [True, True, True, True, True, False, False, False]
+
+
+def test_prompts_of_the_wrong_length_are_an_error():
+    with pytest.raises(ValueError, match="prompts"):
+        R.strict_format_reward_func(prompts=[[], []], completions=[GOLD])
+
+
+def test_reward_sets_differ_only_in_the_three_format_rewards():
+    assert R.REWARD_SETS["checked"] is R.REWARD_FUNCS and R.REWARD_SETS["layout"] is R.LAYOUT_REWARD_FUNCS
+    assert R.REWARD_FUNCS[3:] == R.LAYOUT_REWARD_FUNCS[3:]
+    assert [f.__name__ for f in R.LAYOUT_REWARD_FUNCS[:3]] == ["layout_" + f.__name__ for f in R.REWARD_FUNCS[:3]]

@@ -1,0 +1,157 @@
+"""Cold start: supervised fine-tuning on worked solutions in the course format, before GRPO.
+
+DeepSeek-R1 (DeepSeek-AI 2025, section 2.3.1) first fine-tunes the base model on a few thousand
+long chain-of-thought examples in the wanted format, then runs RL: the "cold start". RL can only
+reinforce what the policy already samples, and GRPO learns nothing from a group whose
+completions all score the same. SmolLM2-135M never writes ``<reasoning>/<answer>`` on its own
+(strict format 0/32 on GSM8K test), so every group scores 0 and the LoRA never moves; after a
+cold start on 160 GSM8K *train* solutions it does so often enough for GRPO to have a signal.
+
+* :func:`format_solution` rewrites a GSM8K worked solution in the course format (calculator
+  annotations ``<<48/2=24>>`` removed, the ``####`` label as the answer).
+* :func:`build_sft_dataset` makes TRL conversational prompt-completion rows: the training prompt
+  (:func:`helpers.data.make_prompt`) and the formatted solution as the assistant turn.
+* :func:`train_cold_start` trains a LoRA with TRL's ``SFTTrainer`` (loss on the assistant turn
+  only), merges it into the base weights and saves a plain checkpoint: the GRPO policy starts
+  from it and the same weights serve as the GRPO reference model.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .data import SYSTEM_PROMPT, extract_hash_answer, make_prompt, read_rows
+from .profiles import Profile
+
+COLD_START_DIR = "cold_start"
+METRICS_FILE = "cold_start_metrics.csv"
+_CALCULATOR_RE = re.compile(r"<<[^<>]*>>")
+
+
+def format_solution(solution: str) -> str:
+    """A GSM8K worked solution in the course's XML format.
+
+    ``"Natalia sold 48/2 = <<48/2=24>>24 clips in May.\\n...\\n#### 72"`` ->
+    ``"<reasoning>\\nNatalia sold 48/2 = 24 clips in May.\\n...\\n</reasoning>\\n<answer>\\n72\\n</answer>"``.
+
+    Raises:
+        ValueError: no ``####`` label, or no reasoning before it.
+    """
+    answer = extract_hash_answer(solution)
+    steps = _CALCULATOR_RE.sub("", solution.split("####")[0]).strip()
+    if not steps:
+        raise ValueError(f"solution has no worked steps before '####': {solution[:80]!r}")
+    return f"<reasoning>\n{steps}\n</reasoning>\n<answer>\n{answer}\n</answer>"
+
+
+def build_sft_dataset(n: int, data_dir=None, system_prompt: str = SYSTEM_PROMPT):
+    """The first ``n`` GSM8K *train* rows as a ``datasets.Dataset`` for ``SFTTrainer``.
+
+    Columns: ``prompt`` (system + user messages, exactly the GRPO prompt), ``completion`` (one
+    assistant message, :func:`format_solution`), ``question``, ``answer`` (the label).
+    The data source is :func:`helpers.data.read_rows` (``GSM8K_DIR``, the hub or the sample).
+
+    Raises:
+        ValueError: ``n < 1`` or more rows than the split has.
+    """
+    rows, source = read_rows("train", data_dir)
+    if not 1 <= n <= len(rows):
+        raise ValueError(f"n must be between 1 and {len(rows)} (the train split), got {n}")
+    from datasets import Dataset, DatasetInfo
+
+    rows = rows[:n]
+    return Dataset.from_dict({
+        "prompt": [make_prompt(r["question"], system_prompt) for r in rows],
+        "completion": [[{"role": "assistant", "content": format_solution(r["answer"])}] for r in rows],
+        "question": [r["question"] for r in rows],
+        "answer": [extract_hash_answer(r["answer"]) for r in rows],
+    }, info=DatasetInfo(description=f"{source}, first {n} rows"))
+
+
+def build_sft_config(profile: Profile, output_dir, **overrides):
+    """``trl.SFTConfig`` for the cold start of a profile (``cold_start_*`` settings).
+
+    Loss on the completion (the assistant turn) only: TRL's default for prompt-completion data,
+    set explicitly here. Precision follows the profile (TRL's SFT would default to bf16).
+    """
+    import torch
+    from trl import SFTConfig
+
+    settings = dict(
+        output_dir=str(output_dir),
+        learning_rate=profile.cold_start_learning_rate,
+        num_train_epochs=profile.cold_start_epochs,
+        per_device_train_batch_size=profile.cold_start_batch_size,
+        gradient_accumulation_steps=1,
+        lr_scheduler_type="linear",
+        warmup_ratio=0.0,
+        max_length=profile.max_prompt_length + profile.max_completion_length,
+        completion_only_loss=True,
+        gradient_checkpointing=profile.gradient_checkpointing is True,
+        fp16=profile.precision == "fp16",
+        bf16=profile.precision == "bf16",
+        use_cpu=not torch.cuda.is_available(),
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        seed=profile.seed,
+    )
+    settings.update(overrides)
+    return SFTConfig(**settings)
+
+
+@dataclass
+class ColdStart:
+    """Where the merged cold-start checkpoint went, its training metrics and wall time (s)."""
+
+    model_dir: Path
+    metrics_csv: Path
+    seconds: float
+    examples: int
+
+
+def train_cold_start(profile: Profile, output_dir, *, n: int | None = None, model_path=None,
+                     dataset=None, **config_overrides) -> ColdStart:
+    """SFT a LoRA on formatted GSM8K train solutions, merge it, save ``<output_dir>/cold_start``.
+
+    Args:
+        profile: model, LoRA shape and ``cold_start_*`` settings.
+        output_dir: the run's folder; the merged model goes to ``cold_start/`` inside it and the
+            per-step loss to ``cold_start_metrics.csv``.
+        n: number of train solutions; default ``profile.cold_start_examples``.
+        model_path: local base checkpoint instead of the profile's model.
+        dataset: prompt-completion rows instead of :func:`build_sft_dataset` ``(n)``.
+        config_overrides: any ``SFTConfig`` field.
+
+    Returns:
+        :class:`ColdStart`; ``model_dir`` loads with ``load_model(profile, model_dir)``.
+
+    Raises:
+        ValueError: ``n < 1`` (a profile without a cold start has ``cold_start_examples = 0``).
+    """
+    from trl import SFTTrainer
+
+    from .comparison import save_merged
+    from .models import load_model
+    from .training import MetricsCSV
+
+    n = profile.cold_start_examples if n is None else n
+    if n < 1:
+        raise ValueError(f"cold start needs at least 1 example, got {n}")
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    dataset = dataset if dataset is not None else build_sft_dataset(n)
+    model, tokenizer = load_model(profile, model_path)
+    metrics = MetricsCSV(output_dir / METRICS_FILE)
+    trainer = SFTTrainer(model=model, processing_class=tokenizer, train_dataset=dataset,
+                         args=build_sft_config(profile, output_dir, **config_overrides),
+                         callbacks=[metrics])
+    started = time.perf_counter()
+    trainer.train()
+    seconds = time.perf_counter() - started
+    tokenizer.padding_side = "left"  # SFTTrainer may have changed it; generation pads left
+    model_dir = save_merged(model, tokenizer, output_dir / COLD_START_DIR)
+    return ColdStart(model_dir, metrics.path, seconds, len(dataset))

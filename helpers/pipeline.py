@@ -1,0 +1,247 @@
+"""The course's main job in three stages: cold start -> GRPO -> evaluation of every stage.
+
+:func:`run_pipeline` is what ``make train`` and ``python -m helpers train`` run. It writes, under
+the run's folder (default ``outputs/grpo-<profile>``):
+
+* ``cold_start/`` - the merged cold-start model (:mod:`helpers.cold_start`), when the profile has
+  one, and ``cold_start_metrics.csv`` (its SFT loss per step);
+* ``lora_adapter/``, ``metrics.csv``, ``training_curves.png`` - GRPO (:func:`helpers.training.train`)
+  on top of the cold start, which is also the reference model;
+* ``summary.json`` and ``eval_records.jsonl`` - the base model, the cold start and cold start +
+  GRPO on the same held-out GSM8K test questions (greedy), with McNemar's exact test between
+  the cold start and GRPO (:func:`stage_table` prints it).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .profiles import Profile
+
+RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"  # the committed reference runs
+SUMMARY_FILE = "summary.json"
+RECORDS_FILE = "eval_records.jsonl"
+STAGE_LABELS = {"base": "base", "cold_start": "cold start", "grpo": "cold start + GRPO"}
+# (summary key, table row): the rates compared between the stages.
+RATES = (("format_rate_strict", "strict format (layout only)"),
+         ("format_rate_valid", "valid format: real reasoning + number"),
+         ("placeholder_rate", "placeholder / template copy"))
+# Per-question outcomes tested with McNemar between the cold start and GRPO, and their table row.
+PAIRED = {"format_valid": RATES[1][1], "correct": "accuracy"}
+
+
+@dataclass
+class PipelineRun:
+    """What a run wrote and measured. ``summary`` is the content of ``summary.json``."""
+
+    output_dir: Path
+    summary: dict
+    summary_json: Path
+    records_jsonl: Path
+    training: object  # helpers.training.TrainingRun
+
+    def table(self):
+        """The stage table (:func:`stage_table`) of this run."""
+        return stage_table(self.summary["stages"], self.summary["mcnemar_start_vs_grpo"])
+
+
+def run_pipeline(profile: Profile, output_dir=None, *, reward_set: str = "checked",
+                 cold_start_dir=None, model_path=None, command: str | None = None) -> PipelineRun:
+    """Cold start (if the profile has one) -> GRPO -> evaluation; writes the files listed above.
+
+    Args:
+        profile: all sizes and settings (:mod:`helpers.profiles`; :func:`~helpers.profiles.shortened`
+            for a smoke run).
+        output_dir: default ``outputs/grpo-<profile>``.
+        reward_set: ``"checked"`` (:data:`helpers.rewards.REWARD_FUNCS`) or ``"layout"`` (the
+            hackable :data:`helpers.rewards.LAYOUT_REWARD_FUNCS`).
+        cold_start_dir: an existing merged cold-start model to reuse instead of training one.
+        model_path: local base checkpoint instead of the profile's model.
+        command: how the run was started, recorded in ``summary.json``.
+
+    Raises:
+        ValueError: unknown ``reward_set``.
+        FileNotFoundError: ``cold_start_dir`` has no model.
+    """
+    from .cold_start import train_cold_start
+    from .data import load_gsm8k
+    from .rewards import REWARD_SETS
+    from .training import train
+
+    if reward_set not in REWARD_SETS:
+        raise ValueError(f"unknown reward set {reward_set!r}; choose one of {sorted(REWARD_SETS)}")
+    output_dir = Path(output_dir or f"outputs/grpo-{profile.name}")
+    output_dir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    timings, cold = {}, None
+    n_sft = profile.cold_start_examples
+    if cold_start_dir is not None:
+        cold_start_dir = Path(cold_start_dir)
+        if not (cold_start_dir / "config.json").exists():
+            raise FileNotFoundError(f"{cold_start_dir} holds no model (no config.json)")
+        print(f"Cold start: reusing {cold_start_dir}")
+    elif n_sft > 0:
+        print(f"Stage 1/3 - cold start: SFT on {n_sft} formatted GSM8K train solutions")
+        cold = train_cold_start(profile, output_dir, model_path=model_path)
+        cold_start_dir, timings["cold_start_s"] = cold.model_dir, cold.seconds
+    train_rows = load_gsm8k("train")
+    skip = n_sft if n_sft < len(train_rows) else 0  # GRPO prompts the cold start has not seen
+    prompts = train_rows.select(range(skip, len(train_rows)))
+    print(f"Stage 2/3 - GRPO: {profile.max_steps} steps, {reward_set} rewards, prompts from "
+          f"{train_rows.info.description} (row {skip} on)")
+    run = train(profile, output_dir=output_dir, dataset=prompts, reward_funcs=REWARD_SETS[reward_set],
+                model_path=cold_start_dir or model_path)
+    timings["grpo_s"] = run.seconds_per_step * run.trainer.state.global_step
+    timings["grpo_per_step_s"] = run.seconds_per_step
+    print(f"Stage 3/3 - evaluation: {profile.eval_questions or 'all'} GSM8K test questions, greedy")
+    t0 = time.perf_counter()
+    results, dataset = evaluate_stages(profile, run.trainer.model, run.trainer.processing_class,
+                                       run.adapter_dir, has_cold_start=cold_start_dir is not None,
+                                       model_path=model_path)
+    timings["evaluation_s"] = time.perf_counter() - t0
+    timings["total_s"] = time.perf_counter() - started
+    summary = build_summary(profile, results, timings, reward_set=reward_set, dataset=dataset,
+                            cold_start=cold, command=command)
+    summary_json = output_dir / SUMMARY_FILE
+    summary_json.write_text(json.dumps(summary, indent=2) + "\n")
+    records_jsonl = output_dir / RECORDS_FILE
+    with open(records_jsonl, "w", encoding="utf-8") as f:
+        for stage, result in results.items():
+            for i, record in enumerate(result.records):
+                f.write(json.dumps({"stage": stage, "index": i, **record}, ensure_ascii=False) + "\n")
+    return PipelineRun(output_dir, summary, summary_json, records_jsonl, run)
+
+
+def evaluate_stages(profile: Profile, model, tokenizer, adapter_dir, *, has_cold_start: bool,
+                    model_path=None):
+    """Evaluate every stage greedily on the profile's first ``eval_questions`` test questions.
+
+    ``model`` is the trained policy (PEFT, or Unsloth with vLLM): with its adapter off it is the
+    starting point (the cold start, or the base model without one), with it on it is GRPO's
+    result (:func:`helpers.comparison.evaluate_before_after`). The base model is loaded
+    separately when there was a cold start (transformers backend only: a second vLLM engine does
+    not fit next to the first on a T4).
+
+    Returns:
+        ``({stage: EvalResult}, description of the test data)``, stages in pipeline order.
+    """
+    from .comparison import decoding, evaluate_before_after
+    from .data import load_gsm8k
+    from .evaluation import evaluate
+    from .models import load_model
+
+    test = load_gsm8k("test")
+    n = min(profile.eval_questions or len(test), len(test))
+    settings = {**decoding(profile, greedy=True), "batch_size": 32}
+    start = "cold_start" if has_cold_start else "base"
+    start, grpo = evaluate_before_after(model, tokenizer, test, adapter_dir, n=n, **settings,
+                                        labels=(STAGE_LABELS[start], STAGE_LABELS["grpo"]))
+    if not has_cold_start:
+        return {"base": start, "grpo": grpo}, test.info.description
+    results = {}
+    if profile.backend == "transformers":
+        base_model, base_tokenizer = load_model(profile, model_path, lora=False)
+        results["base"] = evaluate(base_model, base_tokenizer, test, n=n, desc=STAGE_LABELS["base"],
+                                   **settings)
+        del base_model
+    else:
+        print("Base model not evaluated: with vLLM only the trained policy's engine fits in memory.")
+    return {**results, "cold_start": start, "grpo": grpo}, test.info.description
+
+
+def paired_tests(first, last) -> dict:
+    """McNemar's exact test (:func:`helpers.comparison.mcnemar`) between two evaluations of the same
+    questions, for each per-question outcome in :data:`PAIRED`: ``{outcome: McNemar.as_dict()}``;
+    ``lora_only`` counts the questions only ``last`` got, ``base_only`` those only ``first`` got."""
+    from .comparison import mcnemar
+
+    return {key: mcnemar([r[key] for r in first.records], [r[key] for r in last.records]).as_dict()
+            for key in PAIRED}
+
+
+def build_summary(profile: Profile, results: dict, timings: dict, *, reward_set: str, dataset: str,
+                  cold_start=None, command: str | None = None) -> dict:
+    """The content of ``summary.json``: provenance (command, commit, date, machine), the profile,
+    timings (seconds), each stage's :func:`helpers.comparison.extended_summary` and
+    :func:`paired_tests` between the starting point and GRPO."""
+    from dataclasses import asdict
+
+    from .comparison import decoding, extended_summary
+
+    start = results["cold_start" if "cold_start" in results else "base"]
+    summary = {
+        "command": command or f"helpers.pipeline.run_pipeline(profile {profile.name!r}, {reward_set!r} rewards)",
+        "commit": _git_commit(),
+        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()}, {_cpu_count()} CPU cores, python {platform.python_version()}",
+        "profile": asdict(profile),
+        "reward_set": reward_set,
+        "cold_start_examples": cold_start.examples if cold_start else 0,
+        "timings_s": {k: round(v, 1) for k, v in timings.items()},
+        "evaluation": {"dataset": dataset, "n": len(start.records),
+                       "decoding": decoding(profile, greedy=True)},
+        "stages": {stage: extended_summary(result) for stage, result in results.items()},
+        "mcnemar_start_vs_grpo": paired_tests(start, results["grpo"]),
+    }
+    return json.loads(json.dumps(summary, default=str))  # as summary.json holds it (lists, not tuples)
+
+
+def stage_table(stages: dict, tests: dict | None = None):
+    """Rows: accuracy (correct/n), the format rates of :data:`RATES`, mean tokens; one column per
+    stage (``{stage: extended_summary}``, keys of :data:`STAGE_LABELS`); with ``tests``
+    (:func:`paired_tests` of the last two stages), a last column with McNemar's exact p between
+    them. A pandas ``DataFrame`` of strings. ``stage_table(summary["stages"],
+    summary["mcnemar_start_vs_grpo"])`` is the table ``make train`` prints."""
+    import pandas as pd
+
+    rows = {"accuracy": [f"{s['correct']}/{s['n']}" for s in stages.values()]}
+    for key, label in RATES:
+        rows[label] = [f"{round(s[key] * s['n'])}/{s['n']}" for s in stages.values()]
+    rows["mean completion tokens"] = [f"{s['mean_tokens']:.0f}" for s in stages.values()]
+    labels = [STAGE_LABELS[k] for k in stages]
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=labels)
+    if tests:
+        column = f"McNemar p, {labels[-2]} -> {labels[-1]}"
+        frame[column] = ""
+        for key, row in PAIRED.items():
+            t = tests[key]
+            frame.loc[row, column] = f"{t['p_value']:.2g} ({t['lora_only']} gained, {t['base_only']} lost)"
+    return frame
+
+
+def load_summary(run_dir) -> dict:
+    """``summary.json`` of a run folder, e.g. ``RESULTS_DIR / "cpu-checked-rewards"`` (a committed
+    reference run) or ``outputs/grpo-cpu``.
+
+    Raises:
+        FileNotFoundError: the folder has no ``summary.json``.
+    """
+    path = Path(run_dir) / SUMMARY_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: run `python -m helpers train` to make one")
+    return json.loads(path.read_text())
+
+
+def _git_commit() -> str | None:
+    """The current commit (``+dirty`` with uncommitted changes), or None outside a git clone."""
+    try:
+        root = Path(__file__).resolve().parent.parent
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return commit + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def _cpu_count() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
