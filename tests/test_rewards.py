@@ -107,3 +107,18 @@ def test_every_gsm8k_label_is_correct_against_itself(gsm8k_dir):
     assert len(labels) == 8792
     rewards = R.correctness_reward_func(completions=[formatted(x) for x in labels], answer=labels)
     assert [x for x, r in zip(labels, rewards) if r != 2.0] == []
+
+
+# ---- Failure kind of issue 11: a sentence inside <answer> ---------------------------------
+
+@pytest.mark.parametrize("answer, gold, correct, integer", [
+    ("The answer is 18.", "18", 2.0, 0.5),
+    ("So Janet makes $18 every day.", "18", 2.0, 0.5),
+    ("The answer is twelve.", "12", 2.0, 0.5),
+    ("She earns \u20ac18/hour", "18", 2.0, 0.5),
+    ("She had 20 eggs, ate 2, so 18 are left.", "18", 0.0, 0.0),  # several numbers, no cue
+    ("It is not 18.", "18", 0.0, 0.0),
+])
+def test_kind_sentence_answer_block_rewards(answer, gold, correct, integer):
+    got = score(formatted(answer), gold)
+    assert (got["correct"], got["int"]) == (correct, integer)
