@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import numbers
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -81,10 +82,13 @@ def mcnemar_exact_p(b: int, c: int) -> float:
     ``p = min(1, 2 * sum_{k <= min(b, c)} C(n, k) / 2^n)`` (McNemar 1947, in its exact
     conditional form). ``b = c = 0`` gives 1. Example: ``b=1, c=6`` -> ``2 * (1 + 7) / 128 = 0.125``.
 
+    Args:
+        b, c: discordant counts, any integer type (``int``, ``numpy.int64``, ...).
+
     Raises:
-        ValueError: a negative or non-integer count.
+        ValueError: a negative or non-integer count (``bool`` and ``1.5`` included).
     """
-    _check_counts(b, c)
+    b, c = _check_counts(b, c)
     n, k = b + c, min(b, c)
     if n == 0:
         return 1.0
@@ -99,20 +103,26 @@ def mcnemar_chi2(b: int, c: int) -> tuple[float, float]:
     Only trustworthy for ``b + c >= 25`` or so; :func:`mcnemar` reports the exact p-value.
     Example: ``b=1, c=6`` -> ``16 / 7 = 2.286``, ``p = 0.131``.
 
+    Args:
+        b, c: discordant counts, any integer type (``int``, ``numpy.int64``, ...).
+
     Raises:
-        ValueError: a negative or non-integer count.
+        ValueError: a negative or non-integer count (``bool`` and ``1.5`` included).
     """
-    _check_counts(b, c)
+    b, c = _check_counts(b, c)
     if b + c == 0:
         return 0.0, 1.0
     chi2 = max(abs(b - c) - 1, 0) ** 2 / (b + c)
     return chi2, math.erfc(math.sqrt(chi2 / 2))
 
 
-def _check_counts(b, c) -> None:
+def _check_counts(b, c) -> tuple[int, int]:
+    """``(b, c)`` as Python ints: any integer type counts (``numpy.int64`` from
+    ``np.sum``/``pandas`` included; Python ints also keep ``2**n`` exact), bools do not."""
     for name, value in (("b", b), ("c", c)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
             raise ValueError(f"{name} must be a non-negative integer count, got {value!r}")
+    return int(b), int(c)
 
 
 @dataclass(frozen=True)

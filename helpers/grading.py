@@ -4,9 +4,12 @@ Three steps, each a public function:
 
 1. **Extract** the final answer: ``extract_answer`` (the single ``<answer>`` block, else the
    last ``\\boxed{}``, else ``None``).
-2. **Normalize** surface noise away: ``normalize_answer`` (``$1,234`` -> ``1234``).
-3. **Compare**: ``is_equivalent``. Plain numbers are compared as exact fractions
-   (``fractions.Fraction``), which is fast and has no rounding; everything else goes to
+2. **Normalize** surface noise away: ``normalize_answer`` (``$1,234`` -> ``1234``,
+   ``The answer is twelve.`` -> ``12``, ``1.45 million`` -> ``1450000``); its docstring lists
+   every rule with an example.
+3. **Compare**: ``is_equivalent``. Plain numbers, and arithmetic on them (``10 + 8``,
+   ``3 \\times 6``), are compared as exact fractions (``fractions.Fraction``,
+   ``parse_number``), which is fast and has no rounding; everything else goes to
    Math-Verify (https://github.com/huggingface/Math-Verify) in a worker process that is
    killed after a time limit, so a pathological input costs at most ``SYMBOLIC_TIMEOUT_S``
    seconds, from any thread (Math-Verify's own timeout uses ``signal``: main thread only).
@@ -16,16 +19,22 @@ Fail-closed rule: whenever we cannot be sure, the answer is *not* equivalent (``
 
 from __future__ import annotations
 
+import ast
 import atexit
 import json
+import operator
 import os
 import queue
 import re
 import subprocess
 import sys
 import threading
+import unicodedata
 import warnings
+from decimal import Decimal, localcontext
 from fractions import Fraction
+
+from text_to_num import Token, find_numbers
 
 SYMBOLIC_TIMEOUT_S = 1.0  # time limit for one Math-Verify comparison
 MAX_ANSWER_CHARS = 500  # longer answers are not graded (fail closed)
@@ -37,7 +46,8 @@ class GradingWarning(UserWarning):
 
 
 # --------------------------------------------------------------------------- extraction
-_BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_BOX_RE = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])\s*")
+_BARE_BOX_RE = re.compile(r"[-+]?[\w.,/]*\w")  # what "\boxed 5" boxes: one bare token
 
 
 def extract_xml_block(text: str | None, tag: str) -> str | None:
@@ -65,8 +75,10 @@ def extract_boxed(text: str | None) -> str | None:
     """Content of the last ``\\boxed{…}`` or ``\\fbox{…}``, matching braces.
 
     ``r"\\boxed{\\frac{1}{3}}"`` -> ``r"\\frac{1}{3}"``; escaped braces ``\\{`` ``\\}`` do not
-    count. Returns ``None`` when there is no box, or when the last box is never closed
-    (a truncated completion), or when it is empty.
+    count. Without braces the box holds one bare token (LaTeX's own rule, stretched to a whole
+    number): ``r"2 + 3 = \\boxed 5."`` -> ``"5"``, ``r"\\boxed -1,234"`` -> ``"-1,234"``.
+    Returns ``None`` when there is no box, or when the last box is never closed (a truncated
+    completion), is empty, or has neither braces nor a bare token (``r"\\boxed \\frac12"``).
     """
     if not isinstance(text, str):
         return None
@@ -74,7 +86,10 @@ def extract_boxed(text: str | None) -> str | None:
     if not matches:
         return None
     start = matches[-1].end()
-    depth, i = 1, start
+    if not text.startswith("{", start):
+        bare = _BARE_BOX_RE.match(text, start)
+        return bare.group() if bare else None
+    depth, i = 1, start + 1
     while i < len(text):
         ch = text[i]
         if ch == "\\":
@@ -82,7 +97,7 @@ def extract_boxed(text: str | None) -> str | None:
             continue
         depth += (ch == "{") - (ch == "}")
         if depth == 0:
-            return text[start:i].strip() or None
+            return text[start + 1:i].strip() or None
         i += 1
     return None
 
@@ -112,12 +127,30 @@ _UNICODE = {  # minus signs, special spaces, vulgar fractions
 }
 _DROP = ("**", "__", "\\$", "$", "\\(", "\\)", "\\[", "\\]", "\\%", "%", "\\!", "\\,", "\\;",
          "\\:", "^\\circ", "^{\\circ}", "\u00b0", "\\left", "\\right")
+_CURRENCY_RE = re.compile(r"\\(?:euro|pounds|yen|text(?:dollar|sterling|euro|yen|cent))"
+                          r"(?![A-Za-z])")
 _TEXT_RE = re.compile(r"\\(?:text|textbf|textrm|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
+_CUE_RE = re.compile(r"\banswer\s*(?:is\b\s*:?|:)", re.IGNORECASE)
+_EQUALS_RE = re.compile(r"(?<![<>!])=")  # not the "=" of <=, >=, !=
 _FRAC_RE = re.compile(r"\\[dt]?frac\s*(?:\{\s*([-+]?\d+)\s*\}|(\d))\s*(?:\{\s*(\d+)\s*\}|(\d))")
-_UNITS_RE = re.compile(r"([-+]?[\d.,/ ]*\d)\s*([A-Za-z][A-Za-z'/.-]+(?:\s+[A-Za-z'/.-]+)*)")
-_MATH_WORDS = {"pi", "sqrt", "e", "i", "inf", "infty", "mod", "log", "ln", "sin", "cos", "tan"}
 _THOUSANDS_RE = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
-_EQ_LHS_RE = re.compile(r"^[^=]*=\s*")
+_NUM = r"(?:(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?|\.\d+)"  # 1,234.5 (proper groups), 18, .5
+_MAGNITUDES = {"hundred": 100, "thousand": 10**3, "million": 10**6, "billion": 10**9,
+               "trillion": 10**12, "dozen": 12}
+_SCALED_RE = re.compile(rf"(?<![\w.,])({_NUM})(?:[eE]([-+]?\d{{1,3}})(?![\w.])"
+                        rf"|((?:\s*(?:{'|'.join(_MAGNITUDES)})s?\b)+))", re.IGNORECASE)
+_WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")  # a word; LaTeX commands are not words
+# A number in a sentence: 18, -3, 1,234.5, 3/4, 2 1/2 (a rate unit may follow: 18/hour).
+_NUMBER_IN_TEXT_RE = re.compile(rf"(?<![\w.,/])[-+]?(?:\d+\s+\d+\s*/\s*\d+"
+                                rf"|{_NUM}(?:\s*/\s*{_NUM})?)(?!\w|[.,]\d|\s*/\s*[\d.])")
+_SENTENCE_RE = re.compile(r"[A-Za-z'\s\",.;:!?()/-]*")  # what may surround the number(s)
+_MATH_WORDS = {"pi", "sqrt", "e", "i", "inf", "infty", "mod", "log", "ln", "sin", "cos", "tan"}
+_VALUE_WORDS = {  # they change the number next to them, so a sentence holding one fails closed
+    "not", "no", "never", "nor", "cannot", "wrong", "incorrect", "or", "than", "less", "more",
+    "fewer", "least", "most", "over", "under", "above", "below", "about", "around", "roughly",
+    "approximately", "nearly", "almost", "between", "plus", "minus", "negative", "times",
+    "twice", "double", "triple", "half", "halves", "third", "thirds", "quarter", "quarters",
+    "square", "squared", "cube", "cubed", "root", "power"}
 
 
 def _frac_to_slash(m: re.Match) -> str:
@@ -126,21 +159,89 @@ def _frac_to_slash(m: re.Match) -> str:
     return (" " if before[-1:].isdigit() else "") + f"{num}/{den}"  # 2\frac12 is 2 1/2
 
 
+def _scaled(m: re.Match) -> str:
+    """``1.2e3`` -> ``1200``, ``1.45 million`` -> ``1450000``: exact decimal arithmetic."""
+    with localcontext() as ctx:
+        ctx.prec = 2 * MAX_ANSWER_CHARS  # enough digits for any answer that is graded
+        value = Decimal(m.group(1).replace(",", "")).scaleb(int(m.group(2) or 0))
+        for word in (m.group(3) or "").lower().split():
+            value *= _MAGNITUDES[word.removesuffix("s")]
+        return format(value.normalize(), "f")
+
+
+class _Token(Token):
+    """A word or a punctuation mark of an answer, as text2num's ``find_numbers`` reads it."""
+
+    def __init__(self, match: re.Match) -> None:
+        self.match = match
+
+    def text(self) -> str:
+        return self.match.group()
+
+
+def _words_to_digits(s: str) -> str:
+    """Cardinal number words to digits, with text2num (https://github.com/allo-media/text2num):
+    ``"twelve"`` -> ``"12"``, ``"one hundred and five"`` -> ``"105"``, ``"The answer is one"``
+    -> ``"The answer is 1"``. Ordinals stay words (``"18 per second"``)."""
+    if not _WORD_RE.search(s):
+        return s
+    tokens = [_Token(m) for m in re.finditer(r"\w+|[^\w\s]", s)]
+    for number in reversed(find_numbers(tokens, "en", threshold=0)):  # right to left: spans hold
+        if not number.is_ordinal:
+            start, end = tokens[number.start].match.start(), tokens[number.end - 1].match.end()
+            s = s[:start] + number.text + s[end:]
+    return s
+
+
+def _single_number(s: str) -> str:
+    """The number a sentence states, when all its numbers agree; else ``s`` unchanged.
+
+    A sentence is words (2+ letters, as ``it's`` or ``km/h``, or "a"/"I") and punctuation
+    around numbers. It stays unchanged, so graded False against a number, when a word changes
+    the value (``_VALUE_WORDS``: "not 18", "about 18", "half of 18"), when it holds math
+    (``pi``, a single letter, a LaTeX command, an operator) or when its numbers differ
+    ("20 apples, 2 eaten").
+    """
+    numbers = _NUMBER_IN_TEXT_RE.findall(s)
+    rest = _NUMBER_IN_TEXT_RE.sub(" ", s)
+    words = [w.lower() for w in re.findall(r"[A-Za-z]+(?:['/.][A-Za-z]+)*", rest)]  # it's, km/h
+    if (not numbers or not words or not _SENTENCE_RE.fullmatch(rest)
+            or any(w in _VALUE_WORDS or w in _MATH_WORDS or w.endswith("n't")
+                   or (len(w) == 1 and w not in "ai") for w in words)):
+        return s
+    numbers = [" ".join(n.replace(",", "").split()) for n in numbers]
+    values = {parse_number(n) for n in numbers}
+    return numbers[0] if len(values) == 1 and None not in values else s
+
+
 def normalize_answer(s: str | None) -> str:
     """Remove the surface noise of a final answer; returns a string ("" for ``None``).
 
     Rules, in order, with examples (input -> output):
 
     - unicode minus and spaces: ``"\u22123"`` -> ``"-3"``; ``"\u00bd"`` -> ``"1/2"``
-    - markdown bold, dollar signs, math delimiters, percent, degrees, LaTeX spacing:
-      ``"**$18**"`` -> ``"18"``, ``"\\$5"`` -> ``"5"``, ``"25\\%"`` -> ``"25"``
+    - markdown bold, math delimiters, percent, degrees, LaTeX spacing:
+      ``"**18**"`` -> ``"18"``, ``"25\\%"`` -> ``"25"``
+    - currency signs, all of them (Unicode's currency symbols, LaTeX's ``\\$``, ``\\euro``,
+      ``\\pounds``, ...): ``"$18"``, ``"\u20ac18"``, ``"\u00a318"``, ``"\\pounds 18"`` -> ``"18"``
     - ``\\text{…}`` (and ``\\mathrm``, ``\\mbox``, …) unwrapped: ``"\\text{18}"`` -> ``"18"``
+    - a cue "answer is" / "answer:" keeps what follows its last occurrence:
+      ``"The answer is 18."`` -> ``"18"``
     - an equation keeps its right-hand side: ``"x = 7"`` -> ``"7"``, ``"12+6=18"`` -> ``"18"``
+      (not for ``<=``, ``>=``, ``!=``: ``"x >= 7"`` stays)
     - trailing period: ``"18."`` -> ``"18"``
-    - units words after a number: ``"18 apples"`` -> ``"18"``, ``"5 \\text{ dollars}"`` -> ``"5"``
-      (single letters and math words such as ``pi`` are kept: ``"7x"`` stays ``"7x"``)
+    - a number times a power of ten or a magnitude word (hundred, thousand, million, billion,
+      trillion, dozen) is multiplied out, exactly: ``"1.2e3"`` -> ``"1200"``,
+      ``"1.45 million"`` -> ``"1450000"``, ``"2 dozen"`` -> ``"24"``
+    - number words become digits: ``"twelve"`` -> ``"12"``, ``"two million"`` -> ``"2000000"``
     - ``\\frac``/``\\dfrac``/``\\tfrac`` of integers: ``"\\dfrac{3}{4}"`` -> ``"3/4"``; mixed
       numbers: ``"2\\frac{1}{2}"`` -> ``"2 1/2"``
+    - words around one number (units, a rate unit after ``/``, a sentence) keep the number:
+      ``"18 apples"`` -> ``"18"``, ``"18/hour"`` -> ``"18"``, ``"She has 18 left"`` -> ``"18"``,
+      ``"5 \\text{ dollars}"`` -> ``"5"`` (``"3/4"`` stays a fraction: no word after the ``/``).
+      Kept whole, so not equal to a number, when the numbers differ (``"20 apples, 2 eaten"``),
+      when a word changes the value (``"not 18"``, ``"about 18"``, ``"half of 18"``) or when
+      it holds math: ``"7x"``, ``"2 pi"``, ``"18/x"``
     - thousands commas only in proper groups: ``"1,234,567"`` -> ``"1234567"``;
       ``"3,5"`` and ``"2,50"`` are left alone (and then are not numbers)
 
@@ -156,13 +257,18 @@ def normalize_answer(s: str | None) -> str:
     s = s.replace("{,}", ",")
     for token in _DROP:
         s = s.replace(token, "")
+    s = _CURRENCY_RE.sub("", s)
+    if not s.isascii():
+        s = "".join(ch for ch in s if unicodedata.category(ch) != "Sc")  # € £ ¥ ₹ ¢ ...
     s = _TEXT_RE.sub(r"\1", s)
-    s = _EQ_LHS_RE.sub("", s.rsplit("=", 1)[-1] if "=" in s else s)
+    after_cue = _CUE_RE.split(s)[-1]
+    s = after_cue if after_cue.strip() else s
+    s = _EQUALS_RE.split(s)[-1]
     s = " ".join(s.split()).rstrip(".").strip()
-    m = _UNITS_RE.fullmatch(s)
-    if m and not set(m.group(2).lower().replace("/", " ").split()) & _MATH_WORDS:
-        s = m.group(1).strip()
+    s = _SCALED_RE.sub(_scaled, s)
+    s = _words_to_digits(s)
     s = _FRAC_RE.sub(_frac_to_slash, s).strip()
+    s = _single_number(s)
     if _THOUSANDS_RE.fullmatch(s):
         s = s.replace(",", "")
     return s
@@ -170,17 +276,37 @@ def normalize_answer(s: str | None) -> str:
 
 _DECIMAL = r"(?:\d+\.?\d*|\.\d+)"
 _NUMBER_RE = re.compile(rf"[-+]?{_DECIMAL}")
-_RATIO_RE = re.compile(rf"([-+]?{_DECIMAL})\s*/\s*([-+]?{_DECIMAL})")
 _MIXED_RE = re.compile(r"([-+]?)(\d+)\s+(\d+)\s*/\s*(\d+)")
+_OPERATORS = {"\\times": "*", "\\cdot": "*", "\u00d7": "*", "\u22c5": "*",
+              "\\div": "/", "\u00f7": "/"}
+_ARITHMETIC_RE = re.compile(r"[\d.\s()+\-*/]+")
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.Div: operator.truediv}
 _NUMERICISH_RE = re.compile(r"[-+\d.,/\s]+")  # looks numeric but may be malformed ("3,5")
 
 
-def parse_number(s: str | None) -> Fraction | None:
-    """Exact value of a *normalized* plain number, else ``None``.
+def _arithmetic(node: ast.AST, source: str) -> Fraction:
+    """Exact value of a parsed expression of numbers, + - * / and parentheses; else ValueError."""
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _arithmetic(node.left, source), _arithmetic(node.right, source)
+        return _BINARY[type(node.op)](left, right)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
+        value = _arithmetic(node.operand, source)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return Fraction(ast.get_source_segment(source, node))  # from the digits: no float rounding
+    raise ValueError("not an arithmetic expression of numbers")
 
-    Accepts integers and decimals (``"-3"``, ``"18.00"``, ``".5"``), ratios (``"1/2"``) and
-    mixed numbers (``"2 1/2"`` -> 5/2). Commas, exponents, words and LaTeX give ``None``,
-    as does a zero denominator or a number longer than ``MAX_ANSWER_CHARS``.
+
+def parse_number(s: str | None) -> Fraction | None:
+    """Exact value of a *normalized* plain number, or of arithmetic on plain numbers, else ``None``.
+
+    Accepts integers and decimals (``"-3"``, ``"18.00"``, ``".5"``), mixed numbers
+    (``"2 1/2"`` -> 5/2), and the four operations with parentheses, every operator by the same
+    rule: ``"1/2"`` -> 1/2, ``"10 + 8"`` -> 18, ``"18 - 2"`` -> 16, ``"3 \\times 6"`` -> 18,
+    ``"(1 + 2) \\div 4"`` -> 3/4 (also ``*``, ``\\cdot``, ``\u00d7``, ``\u00f7``). Commas,
+    exponents, words and other LaTeX give ``None``, as does a zero denominator or a string
+    longer than ``MAX_ANSWER_CHARS``.
     """
     if not isinstance(s, str) or len(s) > MAX_ANSWER_CHARS:
         return None
@@ -188,12 +314,14 @@ def parse_number(s: str | None) -> Fraction | None:
     try:
         if _NUMBER_RE.fullmatch(s):
             return Fraction(s)
-        if m := _RATIO_RE.fullmatch(s):
-            return Fraction(m.group(1)) / Fraction(m.group(2))
         if m := _MIXED_RE.fullmatch(s):
             value = int(m.group(2)) + Fraction(int(m.group(3)), int(m.group(4)))
             return -value if m.group(1) == "-" else value
-    except (ValueError, ZeroDivisionError):  # zero denominator, > 4300 digits
+        for old, new in _OPERATORS.items():
+            s = s.replace(old, new)
+        if _ARITHMETIC_RE.fullmatch(s):
+            return _arithmetic(ast.parse(s, mode="eval").body, s)
+    except (ValueError, ZeroDivisionError, SyntaxError, RecursionError):  # also > 4300 digits
         return None
     return None
 
@@ -208,31 +336,40 @@ def _braces_balanced(s: str) -> bool:
     return depth == 0
 
 
-def _fail_gold(gold: object, why: str) -> bool:
-    warnings.warn(f"gold answer {gold!r} {why}; grading fails closed (False)", GradingWarning,
-                  stacklevel=3)
+def _fail_gold(gold: object, why: str, warn: bool) -> bool:
+    if warn:
+        warnings.warn(f"gold answer {gold!r} {why}; grading fails closed (False)", GradingWarning,
+                      stacklevel=3)
     return False
 
 
-def is_equivalent(pred: str | None, gold: str | None, timeout: float = SYMBOLIC_TIMEOUT_S) -> bool:
+def _is_text(s: str) -> bool:
+    """Whether ``s`` still holds words (not LaTeX commands, not ``pi``/``sqrt``/...)."""
+    return any(w.lower() not in _MATH_WORDS for w in _WORD_RE.findall(s))
+
+
+def is_equivalent(pred: str | None, gold: str | None, timeout: float = SYMBOLIC_TIMEOUT_S,
+                  warn: bool = True) -> bool:
     """Whether the predicted final answer equals the gold answer.
 
     Both sides go through ``normalize_answer`` first. Then:
 
-    - two plain numbers: exact rational comparison. ``0.5`` = ``1/2``, ``18.00`` = ``18``,
-      ``$1,234`` = ``1234``; ``18.0001`` != ``18``, ``-3`` != ``3``, ``3,5`` != ``35``.
-    - a gold number against a prediction that looks numeric but is malformed (``3,5``): False.
-    - anything else: Math-Verify on the whole string, as LaTeX. ``\\sqrt{4}`` = ``2``,
-      ``3 \\times 6`` = ``18``. An expression that only partly parses never matches
-      (``1 - \\sqrt{2}`` != ``1``). A comparison running longer than ``timeout`` seconds
-      returns False; this works in any thread.
+    - two plain numbers, or arithmetic on plain numbers (``parse_number``): exact rational
+      comparison. ``0.5`` = ``1/2``, ``18.00`` = ``18``, ``$1,234`` = ``1234``,
+      ``3 \\times 6`` = ``10 + 8`` = ``18``; ``18.0001`` != ``18``, ``-3`` != ``3``.
+    - a gold number against a prediction that looks numeric but is malformed (``3,5``) or is
+      text that did not reduce to one number (``"20 apples, 2 eaten"``, ``"not 18"``): False.
+    - anything else: Math-Verify on the whole string, as LaTeX. ``\\sqrt{4}`` = ``2``. An
+      expression that only partly parses never matches (``1 - \\sqrt{2}`` != ``1``). A
+      comparison running longer than ``timeout`` seconds returns False; this works in any thread.
 
     Fails closed: ``pred`` None/empty/over ``MAX_ANSWER_CHARS`` -> False. A gold that is empty,
-    has unbalanced braces or cannot be parsed -> False and a ``GradingWarning``.
+    has unbalanced braces or cannot be parsed -> False and a ``GradingWarning`` (none with
+    ``warn=False``, for comparing two predictions, as majority voting does).
     """
     g = normalize_answer(gold)
     if not g or not _braces_balanced(g) or len(g) > MAX_ANSWER_CHARS:
-        return _fail_gold(gold, "is empty, unbalanced or too long")
+        return _fail_gold(gold, "is empty, unbalanced or too long", warn)
     p = normalize_answer(pred)
     if not p or not _braces_balanced(p) or len(p) > MAX_ANSWER_CHARS:
         return False
@@ -241,11 +378,11 @@ def is_equivalent(pred: str | None, gold: str | None, timeout: float = SYMBOLIC_
         p_num = parse_number(p)
         if p_num is not None:
             return p_num == g_num
-        if _NUMERICISH_RE.fullmatch(p):
+        if _NUMERICISH_RE.fullmatch(p) or _is_text(p):
             return False
     verdict = _symbolic_verdict(p, g, timeout)
     if verdict == "gold_unparseable":
-        return _fail_gold(gold, "cannot be parsed by Math-Verify")
+        return _fail_gold(gold, "cannot be parsed by Math-Verify", warn)
     if verdict == "no_worker":
         warnings.warn("Math-Verify worker could not start; symbolic answers grade False",
                       GradingWarning, stacklevel=2)

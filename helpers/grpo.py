@@ -13,10 +13,13 @@ for one prompt q from the *old policy* pi_old (the weights that generated them);
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import torch
 
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
 SCALES = ("group", "batch", "none")
+MAX_LOG_RATIO = 50.0  # k3's log-ratio bound (nats): e^50 ~ 5e21, far below fp32/bf16's max ~ e^88.7
 
 
 def per_token_logps(logits: torch.Tensor, input_ids: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
@@ -31,7 +34,10 @@ def per_token_logps(logits: torch.Tensor, input_ids: torch.Tensor, temperature: 
             the log-probs are those of the distribution the completions were sampled from.
 
     Returns:
-        ``(B, T)`` log-probs (nats, <= 0), differentiable w.r.t. ``logits``.
+        ``(B, T)`` log-probs (nats, <= 0), differentiable w.r.t. ``logits``. bf16/fp16 logits
+        are upcast to float32 first and the result is float32: in bf16 the log-softmax over a
+        32k vocabulary is off by ~0.07 nat, and bf16 holds a log-prob near -10 only to the
+        nearest 0.0625.
 
     Raises:
         ValueError: shapes do not match, or ``temperature <= 0``.
@@ -41,7 +47,7 @@ def per_token_logps(logits: torch.Tensor, input_ids: torch.Tensor, temperature: 
                          f"and {tuple(input_ids.shape)}")
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
-    logits = logits / temperature
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32)) / temperature
     taken = logits.gather(-1, input_ids.unsqueeze(-1)).squeeze(-1)
     return taken - torch.logsumexp(logits, dim=-1)  # log_softmax(x)_i = x_i - logsumexp(x)
 
@@ -70,27 +76,32 @@ def completion_logps(model, prompt_ids, prompt_mask, completion_ids, completion_
     return per_token_logps(logits[:, -width - 1 : -1], completion_ids, temperature)
 
 
-def completion_mask(completion_ids: torch.Tensor, eos_token_id: int) -> torch.Tensor:
-    """1 for the real tokens of each completion, up to and including its first EOS, 0 after.
+def completion_mask(completion_ids: torch.Tensor, eos_token_id: int | Sequence[int]) -> torch.Tensor:
+    """1 for the real tokens of each completion, up to and including its first stop token, 0 after.
 
-    As TRL builds it: the EOS is part of the completion (the policy chose to stop, and that
-    choice is trained), the padding after it is not. Do not use ``completion_ids != pad_id``:
+    As TRL builds it: the stop token is part of the completion (the policy chose to stop, and
+    that choice is trained), the padding after it is not. Do not use ``completion_ids != pad_id``:
     when pad == EOS (SmolLM2, Qwen2.5 chat) that drops the EOS itself. A completion without
-    EOS (truncated at the length limit) keeps all its tokens.
+    stop token (truncated at the length limit) keeps all its tokens.
 
     Args:
         completion_ids: ``(B, T)`` generated token ids, right-padded.
-        eos_token_id: the id that ends a completion.
+        eos_token_id: the id that ends a completion, or several (any of them ends it), e.g.
+            Qwen2.5-Instruct's ``generation_config.eos_token_id = [151645, 151643]``
+            (``<|im_end|>``, ``<|endoftext|>``; the pad token is ``<|endoftext|>`` too).
 
     Returns:
         ``(B, T)`` int mask.
 
     Raises:
-        ValueError: ``completion_ids`` is not 2-D.
+        ValueError: ``completion_ids`` is not 2-D, or no stop id is given.
     """
     if completion_ids.dim() != 2:
         raise ValueError(f"completion_ids must be (B, T), got shape {tuple(completion_ids.shape)}")
-    is_eos = completion_ids == eos_token_id
+    stop_ids = torch.as_tensor(eos_token_id, device=completion_ids.device).flatten()
+    if stop_ids.numel() == 0:
+        raise ValueError("eos_token_id must be one token id or a non-empty list of ids")
+    is_eos = torch.isin(completion_ids, stop_ids)
     first_eos = torch.where(is_eos.any(1), is_eos.int().argmax(1), completion_ids.size(1))  # (B,)
     positions = torch.arange(completion_ids.size(1), device=completion_ids.device)
     return (positions.unsqueeze(0) <= first_eos.unsqueeze(1)).int()
@@ -145,17 +156,20 @@ def group_advantages(rewards: torch.Tensor, group_size: int, scale: str = "group
     e.g. 1e-13 for rewards of 0.1).
 
     Args:
-        rewards: ``(B,)`` one scalar reward per completion, G consecutive completions per prompt.
+        rewards: ``(B,)`` one scalar reward per completion, G consecutive completions per prompt;
+            integer or bool rewards (0/1 correctness) are converted to the default float dtype.
         group_size: G, completions per prompt (>= 2).
         scale: ``"group"``, ``"batch"`` or ``"none"``.
         eps: added to the std (TRL uses 1e-4).
 
     Returns:
-        ``(B,)`` advantages, same dtype as ``rewards``.
+        ``(B,)`` advantages, in ``rewards``' dtype when it is a float dtype, else in
+        ``torch.get_default_dtype()``.
 
     Raises:
-        ValueError: ``rewards`` not 1-D or holding NaN, ``group_size < 2``, B not a multiple
-            of G, or unknown ``scale``.
+        ValueError: ``rewards`` not 1-D or not finite (NaN, +-inf: one infinite reward makes the
+            whole group's advantages NaN), ``group_size < 2``, B not a multiple of G, or unknown
+            ``scale``.
     """
     if rewards.dim() != 1:
         raise ValueError(f"rewards must be 1-D (B,), got shape {tuple(rewards.shape)}")
@@ -165,8 +179,11 @@ def group_advantages(rewards: torch.Tensor, group_size: int, scale: str = "group
         raise ValueError(f"{rewards.numel()} rewards cannot be split into groups of {group_size}")
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
-    if torch.isnan(rewards).any():
-        raise ValueError("rewards contain NaN")
+    if not rewards.is_floating_point():
+        rewards = rewards.to(torch.get_default_dtype())
+    if not torch.isfinite(rewards).all():
+        bad = (~torch.isfinite(rewards)).nonzero().flatten().tolist()
+        raise ValueError(f"rewards contain NaN or inf (at positions {bad[:10]})")
     grouped = rewards.view(-1, group_size)  # (num_prompts, G)
     advantages = (grouped - grouped.mean(dim=1, keepdim=True)).flatten()
     if scale == "group":
@@ -188,6 +205,13 @@ def kl_estimators(logp: torch.Tensor, ref_logp: torch.Tensor):
       exp(x) >= 1 + x. DeepSeekMath eq. 4 and TRL use it. Computed as ``expm1(r) - r``, which
       is the same number without the cancellation that makes ``exp(r) - r - 1`` round to
       -6e-8 in float32 for |r| ~ 1e-8; the result is clamped at 0 against the last rounding.
+      **Bounded log-ratio**: k3 uses r clamped above at ``MAX_LOG_RATIO`` = 50 nats, so a
+      token the policy finds far less likely than the reference does (log-prob -100 vs -0.01:
+      r = 99.99, exp(r) = inf in float32, whose max is ~e^88.7) gives k3 = e^50 - 51 ~ 5e21
+      with zero gradient, instead of an infinite loss and NaN gradients; e^50 leaves float32
+      and bfloat16 room to sum the k3 of 10^16 such tokens. For r <= 50 k3 is exactly TRL's,
+      which has no bound (``tests/test_grpo_vs_trl.py`` checks the equality; r stays far below
+      50 there). No lower clamp: for r -> -inf exp(r) -> 0 cannot overflow and k3 ~ -r - 1.
 
     Args:
         logp: ``(B, T)`` (any shape) log pi_theta of the taken tokens (may require grad).
@@ -202,7 +226,8 @@ def kl_estimators(logp: torch.Tensor, ref_logp: torch.Tensor):
     if logp.shape != ref_logp.shape:
         raise ValueError(f"logp and ref_logp differ in shape: {tuple(logp.shape)} vs {tuple(ref_logp.shape)}")
     r = ref_logp - logp
-    return -r, 0.5 * r**2, (torch.expm1(r) - r).clamp(min=0.0)
+    r_k3 = r.clamp(max=MAX_LOG_RATIO)
+    return -r, 0.5 * r**2, (torch.expm1(r_k3) - r_k3).clamp(min=0.0)
 
 
 def clipped_surrogate(ratio: torch.Tensor, advantages: torch.Tensor, epsilon_low: float = 0.2,
@@ -294,6 +319,10 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor | None, ref_logp: torch
     Per token (DeepSeekMath eq. 3; the KL term is eq. 4, the k3 estimator):
         l_{i,t} = -min(rho_{i,t} A_i, clip(rho_{i,t}, 1 - eps_low, 1 + eps_high) A_i)
                   + beta * k3_{i,t},      rho_{i,t} = exp(logp - old_logp)
+    k3's log-ratio log pi_ref - log pi_theta is clamped above at ``MAX_LOG_RATIO`` = 50 nats
+    (see :func:`kl_estimators`): the loss and its gradients stay finite when the policy gives a
+    token a far lower log-prob than the reference (-100 vs -0.01), and every case checked equal
+    to TRL in ``tests/test_grpo_vs_trl.py`` is unchanged (its log-ratios are far below 50).
     then masked (padding after the first EOS counts 0) and averaged by :func:`aggregate_loss`
     (``grpo``: per sequence, 1/|o_i|; ``bnpo``/``dapo``: per token; ``dr_grpo``: constant).
     Defaults follow TRL 0.22.2's ``GRPOConfig`` (beta 0, epsilon 0.2, ``loss_type="dapo"``).

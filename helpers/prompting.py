@@ -25,10 +25,9 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Callable
 
-from .grading import extract_answer, normalize_answer, parse_number
+from .grading import extract_answer, is_equivalent, normalize_answer
 
 BOX_INSTRUCTION = "Write the final answer as \\boxed{number}."
 
@@ -202,39 +201,27 @@ def extract_direct(text: str | None) -> str | None:
 
 
 # --------------------------------------------------------------------------- self-consistency
-def answer_key(answer: str | None) -> Fraction | str | None:
-    """What a vote counts: the exact value of a number, else the normalized string.
-
-    Uses :func:`helpers.grading.normalize_answer` and :func:`helpers.grading.parse_number`, so
-    ``"18"``, ``"$18.00"`` and ``"18 apples"`` are one vote for 18. ``None`` for no answer.
-    """
-    normalized = normalize_answer(answer)
-    if not normalized:
-        return None
-    value = parse_number(normalized)
-    return value if value is not None else normalized
-
-
 def majority_vote(answers: list[str | None]) -> str | None:
     """The most common answer among k samples (self-consistency); ``None`` if none answered.
 
-    Answers are grouped by :func:`answer_key`; ``None`` answers do not vote. Ties go to the
-    answer whose first occurrence comes earliest, so the result never depends on hashing or
-    sort order. Returns the first raw answer string of the winning group:
+    Answers are grouped with the grader's own equivalence (:func:`helpers.grading.is_equivalent`,
+    each answer against the first answer of every group so far), so they vote by value, not by
+    spelling: ``"18"``, ``"$18.00"``, ``"18 apples"`` and ``"3 \\times 6"`` are four votes for
+    18. Answers that normalize to nothing (``None``, ``""``) do not vote. Ties go to the group
+    whose first answer comes earliest, so the result never depends on hashing or sort order.
+    Returns the first raw answer string of the winning group:
     ``["7", "18", "$18.00", "7"]`` -> ``"7"`` (2 votes each, 7 seen first).
     """
-    counts: dict = {}
-    first: dict = {}
-    for i, answer in enumerate(answers):
-        key = answer_key(answer)
-        if key is None:
+    groups: list[list] = []  # [first answer, votes], in order of first occurrence
+    for answer in answers:
+        if not normalize_answer(answer):
             continue
-        counts[key] = counts.get(key, 0) + 1
-        first.setdefault(key, (i, answer))
-    if not counts:
-        return None
-    best = max(counts, key=lambda key: (counts[key], -first[key][0]))
-    return first[best][1]
+        group = next((g for g in groups if is_equivalent(answer, g[0], warn=False)), None)
+        if group is None:
+            groups.append([answer, 1])
+        else:
+            group[1] += 1
+    return max(groups, key=lambda g: g[1])[0] if groups else None  # max keeps the first of a tie
 
 
 # ------------------------------------------------------------------------------ registry

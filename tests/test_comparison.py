@@ -1,6 +1,7 @@
 import json
 import math
 
+import numpy as np
 import pytest
 
 from helpers.comparison import (Comparison, check_adapter_dir, compare, decoding, evaluate_before_after,
@@ -307,3 +308,21 @@ def test_cli_evaluate_writes_results_and_prints_the_table(tiny_model_dir, tiny_a
     assert summary["decoding"]["max_new_tokens"] == CPU.max_completion_length
     assert len((run / "records.jsonl").read_text().splitlines()) == 4
     assert math.isfinite(summary["mcnemar"]["p_value"])
+
+
+# ---- Failure kind of issue 11: counts of any integer type ---------------------------------
+
+@pytest.mark.parametrize("to_int", [np.int64, np.int32, np.uint16, int])
+def test_kind_numpy_integer_counts(to_int):
+    assert mcnemar_exact_p(to_int(1), to_int(6)) == pytest.approx(0.125)
+    assert mcnemar_chi2(to_int(1), to_int(6)) == pytest.approx(mcnemar_chi2(1, 6))
+    # 2**n with a numpy n would wrap around at n = 64; the counts are converted to Python ints.
+    assert mcnemar_exact_p(to_int(40), to_int(50)) == pytest.approx(mcnemar_exact_p(40, 50))
+    counts = np.array([True, False, True]).sum(), np.array([1, 1, 0]).sum()  # numpy sums
+    assert mcnemar_exact_p(*counts) == mcnemar_exact_p(2, 2)
+
+
+@pytest.mark.parametrize("bad", [np.bool_(True), np.float64(6.0), -np.int64(1)])
+def test_numpy_non_counts_are_still_rejected(bad):
+    with pytest.raises(ValueError, match="non-negative integer"):
+        mcnemar_exact_p(bad, 6)

@@ -132,3 +132,109 @@ def test_pathological_input_times_out_in_a_thread():
     assert result is False
     assert time.monotonic() - start < 5  # hang guard, not a speed test
     assert is_equivalent("\\sqrt{16}", "4")  # the worker was replaced
+
+
+# ---- Failure kinds of issue 11: each kind is tested with several of its members ------------
+# (pred, gold, equivalent?) rows; the "not equal" rows are the fail-closed half of each rule.
+
+def _check_kind(pred, gold, expected):
+    assert is_equivalent(pred, gold) is expected, (pred, gold, normalize_answer(pred))
+
+
+@pytest.mark.parametrize("pred, gold, expected", [
+    ("1.45 million", "1,450,000", True), ("2 million", "2", False), ("2 million", "2000000", True),
+    ("$3.2 billion", "3200000000", True), ("1.5 thousand", "1500", True), ("7 hundred", "700", True),
+    ("2 dozen eggs", "24", True), ("2 dozen", "2", False), ("1.45 million", "1.45", False),
+    ("1,450 thousand", "1450000", True), ("2 hundred thousand", "200000", True),
+])
+def test_kind_magnitude_words_multiply(pred, gold, expected):
+    _check_kind(pred, gold, expected)
+
+
+@pytest.mark.parametrize("pred, gold, expected", [
+    ("The answer is 18.", "18", True), ("So she has 18 apples left.", "18", True),
+    ("The final answer is: 18", "18", True), ("Answer: $18", "18", True),
+    ("She earns 18 dollars a day, so 18.", "18", True), ("12 + 6 = 18 apples", "18", True),
+    ("It's 18.", "18", True), ("He pays $1,234 in total.", "1234", True),
+    ("She had 20 apples and ate 2.", "18", False), ("She had 20 apples and ate 2.", "20", False),
+    ("In 2 hours she earns 18 dollars", "18", False), ("It is not 18.", "18", False),
+    ("It isn't 18", "18", False), ("about 18 apples", "18", False), ("half of 18", "18", False),
+    ("more than 18", "18", False), ("The answer is 18, not 20", "20", False),
+])
+def test_kind_sentence_inside_the_answer(pred, gold, expected):
+    _check_kind(pred, gold, expected)
+
+
+@pytest.mark.parametrize("pred, gold, expected", [
+    ("twelve", "12", True), ("Twelve", "12", True), ("one hundred and five", "105", True),
+    ("twenty-five", "25", True), ("-twelve", "-12", True), ("one", "1", True),
+    ("She has twelve apples.", "12", True), ("two million", "2000000", True),
+    ("The answer is eighteen dollars", "18", True), ("two point five", "2.5", True),
+    ("twelve", "13", False), ("minus twelve", "12", False), ("twelve thousand", "12", False),
+])
+def test_kind_numbers_written_as_words(pred, gold, expected):
+    _check_kind(pred, gold, expected)
+
+
+@pytest.mark.parametrize("pred, gold, expected", [
+    ("1.2e3", "1200", True), ("2e3", "2000", True), ("1.2E3", "1200", True), ("1.5e-3", "0.0015", True),
+    ("3e0", "3", True), ("2e+2", "200", True), ("2e3", "2", False), ("2e3", "23", False),
+])
+def test_kind_lower_case_e_notation(pred, gold, expected):
+    _check_kind(pred, gold, expected)
+
+
+@pytest.mark.parametrize("pred, gold, expected", [
+    ("\u20ac18", "18", True), ("\u00a318", "18", True), ("\u00a51,000", "1000", True),
+    ("\u20b918.50", "18.5", True), ("18 \u20ac", "18", True), ("\\euro 18", "18", True),
+    ("\\pounds18", "18", True), ("\\textsterling 18", "18", True), ("50\u00a2", "50", True),
+    ("\u20ac18", "19", False), ("-\u00a318", "18", False),
+])
+def test_kind_currencies_other_than_dollar(pred, gold, expected):
+    _check_kind(pred, gold, expected)
+
+
+@pytest.mark.parametrize("pred, gold, expected", [
+    ("$18/hour", "18", True), ("18/hr", "18", True), ("\u20ac18 / week", "18", True),
+    ("60 km/h", "60", True), ("18 per hour", "18", True), ("3/4", "0.75", True),
+    ("3/4", "3", False), ("3/4 cup", "0.75", True), ("18/x", "18", False),
+])
+def test_kind_rate_unit_after_slash(pred, gold, expected):
+    _check_kind(pred, gold, expected)
+
+
+@pytest.mark.parametrize("pred, gold, expected", [
+    ("18 - 2", "16", True), ("10 + 8", "18", True), ("3 \\times 6", "18", True), ("3 * 6", "18", True),
+    ("36 \\div 2", "18", True), ("36 / 2", "18", True), ("(10 + 8) / 2", "9", True),
+    ("12 \\cdot 1.5", "18", True), ("-2 + 20", "18", True), ("18 - 2", "18", False),
+    ("10 + 8", "108", False), ("10 + 8", "10", False), ("3 \\times 6", "36", False),
+])
+def test_kind_one_rule_for_every_arithmetic_operator(pred, gold, expected):
+    _check_kind(pred, gold, expected)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("\u2026 2 + 3 = \\boxed 5", "5"), ("so \\boxed 42.", "42"), ("\\boxed{2}, no wait, \\boxed 3", "3"),
+    ("\\boxed -1,234$", "-1,234"), ("\\fbox 7", "7"), ("$\\boxed5$", "5"), ("\\boxed 3/4", "3/4"),
+    ("\\boxed \\frac12", None), ("ends with \\boxed", None),
+])
+def test_kind_boxed_without_braces(text, expected):
+    assert extract_answer(text) == expected
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("1.45 million", "1450000"), ("2 dozen", "24"), ("1.2e3", "1200"), ("1.5e-3", "0.0015"),
+    ("The answer is 18.", "18"), ("twelve", "12"), ("\u20ac18", "18"), ("$18/hour", "18"),
+    ("18 meters per second", "18"), ("x >= 7", "x >= 7"), ("She had 20 and ate 2", "She had 20 and ate 2"),
+])
+def test_normalize_answer_issue11_rules(raw, expected):
+    assert normalize_answer(raw) == expected
+
+
+@pytest.mark.parametrize("s, expected", [
+    ("10 + 8", Fraction(18)), ("18 - 2", Fraction(16)), ("3 \\times 6", Fraction(18)),
+    ("(1 + 2) \\div 4", Fraction(3, 4)), ("0.1 + 0.2", Fraction(3, 10)), ("-1/-2", Fraction(1, 2)),
+    ("2 ** 3", None), ("5 // 2", None), ("(", None), ("1 2", None), ("1/(2-2)", None), ("2(3)", None),
+])
+def test_parse_number_arithmetic(s, expected):
+    assert parse_number(s) == expected

@@ -279,3 +279,66 @@ def test_grpo_loss_bad_input():
         grpo.grpo_loss(logp, old, ref, adv, mask, loss_type="dr_grpo", max_completion_length=4)
     with pytest.raises(ValueError, match="beta"):
         grpo.grpo_loss(logp, old, ref, adv, mask, beta=-1.0)
+
+
+# ---- Failure kinds of issue 11 ------------------------------------------------------------
+
+@pytest.mark.parametrize("logp_dtype", [torch.float32, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("gap", [100.0 - 0.01, 88.0, 1e4])
+def test_kind_k3_kl_does_not_overflow_in_exp(logp_dtype, gap):
+    # The issue's case is gap = 99.99 (log-prob -100 under the policy, -0.01 under the reference).
+    logp = torch.tensor([[-0.01 - gap, -1.0]], dtype=logp_dtype, requires_grad=True)
+    ref = torch.tensor([[-0.01, -1.2]], dtype=logp_dtype)
+    for loss_type in grpo.LOSS_TYPES:
+        loss, stats = grpo.grpo_loss(logp, None, ref, torch.tensor([1.0], dtype=logp_dtype), torch.ones(1, 2),
+                                     beta=0.04, loss_type=loss_type, max_completion_length=2)
+        (grad,) = torch.autograd.grad(loss, logp)
+        assert torch.isfinite(loss) and torch.isfinite(grad).all() and math.isfinite(stats["kl"]), loss_type
+    k3 = grpo.kl_estimators(logp.detach().double(), ref.double())[2]
+    assert k3[0, 0].item() == pytest.approx(math.expm1(grpo.MAX_LOG_RATIO) - grpo.MAX_LOG_RATIO)  # the bound
+    r = (ref[0, 1].double() - logp[0, 1].double()).item()  # about -0.2: below the bound, k3 = exp(r) - r - 1
+    assert k3[0, 1].item() == pytest.approx(math.exp(r) - r - 1, rel=1e-9)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_kind_log_probs_of_half_precision_logits_are_computed_in_float32(dtype, temperature):
+    g = torch.Generator().manual_seed(0)
+    logits = (torch.randn(4, 16, 32000, generator=g) * 3).to(dtype)
+    ids = torch.randint(0, 32000, (4, 16), generator=g)
+    expected = torch.log_softmax(logits.float() / temperature, -1).gather(-1, ids[..., None])[..., 0]
+    got = grpo.per_token_logps(logits, ids, temperature)
+    assert got.dtype == torch.float32
+    assert (got - expected).abs().max().item() <= 1e-3
+
+
+@pytest.mark.parametrize("stop_ids", [[151645, 151643], (151643, 151645), torch.tensor([151645, 151643]), 151643])
+def test_kind_completion_mask_with_several_stop_ids(stop_ids):
+    # Qwen2.5-Instruct: <|im_end|> = 151645 and <|endoftext|> = 151643 both end a completion,
+    # and <|endoftext|> is also the padding.
+    ids = torch.tensor([[100, 200, 151643, 151643, 151643],
+                        [100, 151645, 151643, 151643, 151643],
+                        [100, 200, 300, 400, 500]])
+    expected = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 1, 1]]).int()
+    if isinstance(stop_ids, int):  # one id: 151645 alone is not a stop, the row runs to 151643
+        expected[1] = torch.tensor([1, 1, 1, 0, 0])
+    assert torch.equal(grpo.completion_mask(ids, stop_ids), expected)
+    with pytest.raises(ValueError, match="eos_token_id"):
+        grpo.completion_mask(ids, [])
+
+
+@pytest.mark.parametrize("rewards", [torch.tensor([1, 0, 0, 1]), torch.tensor([True, False, False, True]),
+                                     torch.tensor([1, 0, 0, 1], dtype=torch.int32)])
+def test_kind_integer_rewards(rewards):
+    adv = grpo.group_advantages(rewards, 4)
+    assert adv.is_floating_point()
+    torch.testing.assert_close(adv, torch.tensor([0.866, -0.866, -0.866, 0.866]), rtol=0, atol=1e-3)
+    for scale in grpo.SCALES:  # same values as the float rewards give
+        expected = grpo.group_advantages(rewards.float(), 2, scale)
+        torch.testing.assert_close(grpo.group_advantages(rewards, 2, scale), expected)
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])
+def test_kind_infinite_reward_raises_like_nan(bad):
+    with pytest.raises(ValueError, match="NaN or inf"):
+        grpo.group_advantages(torch.tensor([bad, 0.0, 0.0, 1.0]), 4)

@@ -130,3 +130,26 @@ def test_majority_vote_ties_go_to_the_earliest_first_occurrence():
     for order in itertools.permutations(["3", "4", "5"]):
         assert majority_vote(list(order)) == order[0]
     assert majority_vote([None, "4", "3", "3", "4"]) == "4"  # None does not vote
+
+
+# ---- Failure kind of issue 11: votes grouped by value, with the grader's equivalence ------
+
+@pytest.mark.parametrize("votes, value", [
+    (["20", "20", "18", "3 \\times 6", "18.0"], "18"),  # the issue's case
+    (["7", "twelve", "12", "7", "$12.00"], "12"),
+    (["5", "10 - 5", "2 + 2", "2 \\cdot 2", "4.0"], "4"),
+    (["1/2", "\\frac{1}{3}", "0.5", "1/3", "\\dfrac{1}{2}"], "1/2"),
+    (["\\sqrt{4}", "3", "2", "3", "2"], "2"),  # symbolic: Math-Verify says sqrt(4) = 2
+    (["1.2e3", "1,200", "1000", "1000"], "1200"),
+])
+def test_kind_majority_vote_by_value_not_spelling(votes, value):
+    winner = majority_vote(votes)
+    assert winner in votes and is_equivalent(winner, value)
+
+
+def test_majority_vote_compares_answers_without_gold_warnings():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an unparseable answer is not a gold label: no GradingWarning
+        assert majority_vote(["(1+2", "3", "3"]) == "3"

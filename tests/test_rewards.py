@@ -178,3 +178,18 @@ def test_reward_sets_differ_only_in_the_three_format_rewards():
     assert R.REWARD_SETS["checked"] is R.REWARD_FUNCS and R.REWARD_SETS["layout"] is R.LAYOUT_REWARD_FUNCS
     assert R.REWARD_FUNCS[3:] == R.LAYOUT_REWARD_FUNCS[3:]
     assert [f.__name__ for f in R.LAYOUT_REWARD_FUNCS[:3]] == ["layout_" + f.__name__ for f in R.REWARD_FUNCS[:3]]
+
+
+# ---- Failure kind of issue 11: a sentence inside <answer> ---------------------------------
+
+@pytest.mark.parametrize("answer, gold, correct, integer", [
+    ("The answer is 18.", "18", 2.0, 0.5),
+    ("So Janet makes $18 every day.", "18", 2.0, 0.5),
+    ("The answer is twelve.", "12", 2.0, 0.5),
+    ("She earns \u20ac18/hour", "18", 2.0, 0.5),
+    ("She had 20 eggs, ate 2, so 18 are left.", "18", 0.0, 0.0),  # several numbers, no cue
+    ("It is not 18.", "18", 0.0, 0.0),
+])
+def test_kind_sentence_answer_block_rewards(answer, gold, correct, integer):
+    got = score(formatted(answer), gold)
+    assert (got["correct"], got["int"]) == (correct, integer)
