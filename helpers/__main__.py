@@ -1,6 +1,7 @@
 """Command line: ``python -m helpers <command>``.
 
-* ``train [--profile P] [--quick] [--max-steps N] [--rewards checked|layout] [--output-dir D]``
+* ``train [--profile P] [--quick] [--max-steps N] [--rewards checked|layout]
+  [--cold-start-examples N] [--cold-start DIR] [--output-dir D]``
   - the main job (:func:`helpers.pipeline.run_pipeline`): cold start -> GRPO -> evaluation of
   every stage; prints the stage table and writes ``summary.json``.
 * ``evaluate --adapter DIR [--n N] [--profile P] [--greedy]`` - base vs. base + LoRA on GSM8K
@@ -29,6 +30,8 @@ def _train(args) -> int:
         print("Shortened run (--quick / GRPO_QUICK=1): checks that every stage runs, learns nothing.")
     if args.max_steps is not None:
         profile = profile.replace(max_steps=args.max_steps)
+    if args.cold_start_examples is not None:
+        profile = profile.replace(cold_start_examples=args.cold_start_examples)
     run = run_pipeline(profile, args.output_dir, reward_set=args.rewards, cold_start_dir=args.cold_start,
                        command=" ".join(["python -m helpers", *args.argv]))
     print(f"\nProfile: {profile.name} ({profile.description})")
@@ -82,15 +85,24 @@ def _sync(args) -> int:
     return 0
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1 (TRL reads ``max_steps=-1`` as "train whole epochs")."""
+def _int_at_least(text: str, low: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (TRL reads ``max_steps=-1`` as "train whole epochs")."""
+    return _int_at_least(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    return _int_at_least(text, 0)
 
 
 def existing_dir(text: str) -> Path:
@@ -112,7 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--max-steps", type=positive_int, help="GRPO steps; default: the profile's")
     train.add_argument("--rewards", choices=["checked", "layout"], default="checked",
                        help="checked (default) or the hackable layout-only format rewards")
-    train.add_argument("--cold-start", type=existing_dir, help="reuse this merged cold-start model")
+    train.add_argument("--cold-start-examples", type=non_negative_int,
+                       help="SFT examples of the cold start (0: none); default: the profile's")
+    train.add_argument("--cold-start", type=existing_dir,
+                       help="reuse this merged cold-start model (GRPO prompts still skip the "
+                            "--cold-start-examples rows it was trained on)")
     train.add_argument("--output-dir", help="default: outputs/grpo-<profile>")
     train.set_defaults(run=_train)
     evaluate = commands.add_parser("evaluate", help="base vs. base + LoRA on GSM8K test (notebook 06)")

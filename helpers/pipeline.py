@@ -216,7 +216,7 @@ def stage_table(stages: dict, tests: dict | None = None):
 
 
 def load_summary(run_dir) -> dict:
-    """``summary.json`` of a run folder, e.g. ``RESULTS_DIR / "cpu-checked-rewards"`` (a committed
+    """``summary.json`` of a run folder, e.g. ``RESULTS_DIR / "cpu-cold160-checked"`` (a committed
     reference run) or ``outputs/grpo-cpu``.
 
     Raises:

@@ -10,7 +10,7 @@
   formatted GSM8K train solutions, batch 2, lr 3e-4) comes first; then 20 GRPO steps of 8
   completions x 160 tokens at lr 1.5e-4 (about 27 s a step), then a greedy evaluation on 64 test
   questions. Measured: the valid format rises from about half the questions to about three
-  quarters; accuracy stays near 0 (results/cpu-checked-rewards).
+  quarters; accuracy stays near 0 (results/cpu-cold160-checked).
 
 The GRPO objective is set here explicitly instead of left to TRL's defaults (TRL 0.22 defaults
 to DAPO's token-level loss with beta = 0). The course trains what it teaches, DeepSeekMath's GRPO

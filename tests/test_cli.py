@@ -54,12 +54,21 @@ def test_quick_flag_and_environment_shorten_every_stage(fake_pipeline, monkeypat
         assert (p.name, p.cold_start_examples, p.max_steps, p.eval_questions) == ("cpu-quick", 8, 2, 4)
 
 
+def test_cold_start_size_and_reuse_reach_the_pipeline(fake_pipeline, tmp_path):
+    main(["train", "--profile", "cpu", "--cold-start-examples", "96", "--cold-start", str(tmp_path),
+          "--output-dir", str(tmp_path)])
+    main(["train", "--profile", "cpu", "--cold-start-examples", "0", "--output-dir", str(tmp_path)])
+    assert [c["profile"].cold_start_examples for c in fake_pipeline] == [96, 0]
+    assert [c["cold_start"] for c in fake_pipeline] == [tmp_path, None]
+
+
 @pytest.mark.parametrize("argv, message", [
     (["train", "--max-steps", "0"], "must be at least 1, got 0"),
     (["train", "--max-steps", "-1"], "must be at least 1, got -1"),  # TRL would train whole epochs
     (["train", "--max-steps", "two"], "'two' is not an integer"),
     (["train", "--profile", "a100"], "invalid choice: 'a100'"),
     (["train", "--cold-start", "/no/such/folder"], "no folder at /no/such/folder"),
+    (["train", "--cold-start-examples", "-5"], "must be at least 0, got -5"),
     (["evaluate", "--adapter", "/no/such/adapter"], "no folder at /no/such/adapter"),
     (["evaluate", "--adapter", ".", "--n", "0"], "must be at least 1"),
 ])
