@@ -136,7 +136,7 @@ def train_cold_start(profile: Profile, output_dir, *, n: int | None = None, mode
 
     from .comparison import save_merged
     from .models import load_model
-    from .training import MetricsCSV
+    from .training import MetricsCSV, quiet_progress
 
     n = profile.cold_start_examples if n is None else n
     if n < 1:
@@ -149,6 +149,7 @@ def train_cold_start(profile: Profile, output_dir, *, n: int | None = None, mode
     trainer = SFTTrainer(model=model, processing_class=tokenizer, train_dataset=dataset,
                          args=build_sft_config(profile, output_dir, **config_overrides),
                          callbacks=[metrics])
+    quiet_progress(trainer)
     started = time.perf_counter()
     trainer.train()
     seconds = time.perf_counter() - started

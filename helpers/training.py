@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from transformers import TrainerCallback
+from transformers.trainer_callback import ProgressCallback
 
 from .profiles import Profile, get_profile
 
@@ -116,6 +117,25 @@ class MetricsCSV(TrainerCallback):
             writer.writerows(self.rows)
 
 
+class QuietProgressCallback(ProgressCallback):
+    """The trainer's progress bar with the step's reward and KL (GRPO) or loss (SFT) beside it,
+    instead of a dump of every logged dict (``metrics.csv`` has them all)."""
+
+    SHOWN = ("reward", "kl", "loss")
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        bar = getattr(self, "training_bar", None)
+        shown = {k: f"{logs[k]:.3g}" for k in self.SHOWN if logs and k in logs}
+        if bar is not None and shown:
+            bar.set_postfix(shown, refresh=False)
+
+
+def quiet_progress(trainer) -> None:
+    """Replace a ``transformers.Trainer``'s progress callback by :class:`QuietProgressCallback`."""
+    trainer.remove_callback(ProgressCallback)
+    trainer.add_callback(QuietProgressCallback())
+
+
 def train(profile: Profile | None = None, *, output_dir: str | Path | None = None,
           max_steps: int | None = None, model=None, tokenizer=None, dataset=None,
           model_path: str | Path | None = None, reward_funcs=None, report_to: str = "none",
@@ -164,6 +184,7 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
         train_dataset=dataset,
         callbacks=[metrics],
     )
+    quiet_progress(trainer)
     started = time.perf_counter()
     trainer.train()
     seconds_per_step = (time.perf_counter() - started) / max(trainer.state.global_step, 1)

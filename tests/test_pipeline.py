@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from helpers.pipeline import PAIRED, RECORDS_FILE, SUMMARY_FILE, run_pipeline
+from helpers.pipeline import PAIRED, RECORDS_FILE, SUMMARY_FILE, load_summary, run_pipeline, save_reference
 from helpers.profiles import PROFILES, shortened
 
 pytestmark = pytest.mark.slow
@@ -93,3 +93,17 @@ def test_make_train_command_at_smoke_size_on_smollm2(smollm2_dir, tmp_path, caps
     summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
     assert summary["profile"]["name"] == "cpu-quick" and summary["command"].startswith("python -m helpers train")
     assert summary["stages"]["grpo"]["mean_tokens"] <= 32
+
+
+def test_reference_copy_keeps_outcomes_but_no_gsm8k_text(smoke_run, tmp_path):
+    dest = save_reference(smoke_run.output_dir, tmp_path / "ref")
+    assert sorted(p.name for p in dest.iterdir()) == ["cold_start_metrics.csv", "eval_outcomes.jsonl",
+                                                     "metrics.csv", "summary.json", "training_curves.png"]
+    assert load_summary(dest) == smoke_run.summary
+    outcomes = [json.loads(line) for line in open(dest / "eval_outcomes.jsonl")]
+    records = [json.loads(line) for line in open(smoke_run.output_dir / RECORDS_FILE)]
+    assert [o["format_valid"] for o in outcomes] == [r["format_valid"] for r in records]
+    text = (dest / "eval_outcomes.jsonl").read_text()
+    assert all(r["question"][:30] not in text for r in records)
+    with pytest.raises(FileNotFoundError, match="finished run"):
+        save_reference(tmp_path / "nothing", tmp_path / "ref2")

@@ -62,7 +62,7 @@ def test_t4_config_is_fp16_with_vllm(tmp_path):
 def test_cpu_profile_is_the_measured_learning_run():
     cpu = PROFILES["cpu"]
     assert (cpu.cold_start_examples, cpu.cold_start_batch_size, cpu.cold_start_learning_rate) == (160, 2, 3e-4)
-    assert (cpu.num_generations, cpu.max_completion_length, cpu.max_steps, cpu.learning_rate) == (8, 160, 20, 1.5e-4)
+    assert (cpu.num_generations, cpu.max_completion_length, cpu.max_steps, cpu.learning_rate) == (8, 160, 20, 3e-4)
     assert cpu.eval_questions == 64 and PROFILES["t4"].cold_start_examples == 0
 
 
