@@ -114,11 +114,13 @@ def existing_dir(text: str) -> Path:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .profiles import PROFILES  # no torch, no transformers: the backend is imported later
+
     parser = argparse.ArgumentParser(prog="python -m helpers", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     train = commands.add_parser("train", help="cold start -> GRPO (LoRA) on GSM8K -> evaluation")
-    train.add_argument("--profile", choices=["t4", "cpu"], help="default: picked from the hardware")
+    train.add_argument("--profile", choices=sorted(PROFILES), help="default: picked from the hardware")
     train.add_argument("--quick", action="store_true",
                        help="smoke-size run of every stage (also: GRPO_QUICK=1)")
     train.add_argument("--max-steps", type=positive_int, help="GRPO steps; default: the profile's")
@@ -136,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="saved LoRA adapter folder (from `train`)")
     evaluate.add_argument("--n", type=positive_int,
                           help="first N test questions; default the profile's eval_questions (cpu 64, t4 all)")
-    evaluate.add_argument("--profile", choices=["t4", "cpu"], help="default: picked from the hardware")
+    evaluate.add_argument("--profile", choices=sorted(PROFILES), help="default: picked from the hardware")
     evaluate.add_argument("--greedy", action="store_true",
                           help="greedy decoding instead of the profile's training sampling")
     evaluate.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")

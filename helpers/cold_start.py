@@ -75,10 +75,14 @@ def build_sft_config(profile: Profile, output_dir, **overrides):
     """``trl.SFTConfig`` for the cold start of a profile (``cold_start_*`` settings).
 
     Loss on the completion (the assistant turn) only: TRL's default for prompt-completion data,
-    set explicitly here. Precision follows the profile (TRL's SFT would default to bf16).
+    set explicitly here. Precision follows the profile through
+    :func:`helpers.hardware.mixed_precision_flags`, as the model's dtype does (TRL's SFT would
+    default to bf16).
     """
     import torch
     from trl import SFTConfig
+
+    from .hardware import mixed_precision_flags
 
     settings = dict(
         output_dir=str(output_dir),
@@ -91,8 +95,7 @@ def build_sft_config(profile: Profile, output_dir, **overrides):
         max_length=profile.max_prompt_length + profile.max_completion_length,
         completion_only_loss=True,
         gradient_checkpointing=profile.gradient_checkpointing is True,
-        fp16=profile.precision == "fp16",
-        bf16=profile.precision == "bf16",
+        **mixed_precision_flags(profile),
         use_cpu=not torch.cuda.is_available(),
         logging_steps=1,
         save_strategy="no",

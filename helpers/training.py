@@ -44,9 +44,16 @@ def build_grpo_config(profile: Profile, output_dir: str | Path, report_to: str =
 
     The GRPO objective is explicit (DeepSeekMath eq. 3 with the k3 KL of eq. 4): ``loss_type``,
     ``beta``, ``epsilon`` and ``scale_rewards`` come from the profile, never TRL's defaults.
+    ``fp16``/``bf16`` come from :func:`helpers.hardware.mixed_precision_flags`, the source of the
+    model's dtype too. Checkpoints every ``profile.save_steps`` steps (none when 0).
+
+    Raises:
+        ValueError: the profile's precision does not fit this GPU (:func:`helpers.hardware.precision`).
     """
     import torch
     from trl import GRPOConfig
+
+    from .hardware import mixed_precision_flags
 
     cuda = torch.cuda.is_available()
     settings = dict(
@@ -73,12 +80,13 @@ def build_grpo_config(profile: Profile, output_dir: str | Path, report_to: str =
         scale_rewards=profile.scale_rewards,
         # HF checkpointing only when asked with True; "unsloth" is applied by get_peft_model.
         gradient_checkpointing=profile.gradient_checkpointing is True,
-        fp16=profile.precision == "fp16",
-        bf16=profile.precision == "bf16",
+        **mixed_precision_flags(profile),
         use_cpu=not cuda,
         use_vllm=profile.fast_inference,
         logging_steps=1,
-        save_strategy="no",
+        save_strategy="steps" if profile.save_steps > 0 else "no",
+        save_steps=max(profile.save_steps, 1),
+        save_total_limit=profile.save_total_limit,
         report_to=report_to,
         seed=profile.seed,
         disable_tqdm=False,

@@ -73,3 +73,19 @@ def test_concurrent_conversion_keeps_the_first_finished_copy(monkeypatch, tmp_pa
     assert smollm2_checkpoint() == target
     assert (target / "model.safetensors").read_text() == "theirs"
     assert [p.name for p in tmp_path.iterdir()] == [target.name]  # no temp dir left behind
+
+
+def test_import_backend_refuses_unsloth_after_transformers(monkeypatch):
+    """Bug (issue 10, 3): notebook 05 imported peft/transformers before Unsloth, which then only
+    warns and trains unpatched. Now the late import is an error that says what to do."""
+    import sys
+
+    from helpers.models import import_backend
+
+    import transformers  # noqa: F401  (as any earlier cell would have)
+
+    monkeypatch.delitem(sys.modules, "unsloth", raising=False)
+    with pytest.raises(RuntimeError, match="transformers.* imported before Unsloth.*import_backend"):
+        import_backend(PROFILES["t4"])
+    import_backend(PROFILES["cpu"])   # the transformers backend needs nothing
+    import_backend(PROFILES["cuda"])

@@ -1,20 +1,26 @@
 import pytest
 
+from helpers.hardware import GPU
 from helpers.profiles import PROFILES, get_profile
 from helpers.training import build_grpo_config
+
+T4_GPU = GPU("Tesla T4", (7, 5), 14.7)
+L4_GPU = GPU("NVIDIA L4", (8, 9), 22.5)
 
 
 def test_auto_pick_without_gpu_is_cpu(monkeypatch, capsys):
     monkeypatch.delenv("GRPO_PROFILE", raising=False)
-    monkeypatch.setattr("helpers.profiles.has_cuda", lambda: False)
+    monkeypatch.setattr("helpers.hardware.gpu_info", lambda: None)
     assert get_profile().name == "cpu"
-    assert "CPU profile" in capsys.readouterr().out
+    assert "CPU profile (no CUDA GPU)" in capsys.readouterr().out
 
 
-def test_gpu_picks_t4_and_env_and_argument_override(monkeypatch):
-    monkeypatch.setattr("helpers.profiles.has_cuda", lambda: True)
+def test_gpu_picks_t4_and_env_and_argument_override(monkeypatch, capsys):
+    monkeypatch.setattr("helpers.hardware.gpu_info", lambda: T4_GPU)
+    monkeypatch.setattr("helpers.hardware.unsloth_installed", lambda: True)
     monkeypatch.delenv("GRPO_PROFILE", raising=False)
     assert get_profile().name == "t4"
+    assert "Using the t4 profile (Tesla T4 (compute capability 7.5" in capsys.readouterr().out
     monkeypatch.setenv("GRPO_PROFILE", "cpu")
     assert get_profile(verbose=False).name == "cpu"
     assert get_profile("t4").name == "t4"
@@ -39,7 +45,7 @@ def test_t4_profile_is_unsloths_recipe():
                                            "gate_proj", "up_proj", "down_proj"}
 
 
-@pytest.mark.parametrize("name", ["t4", "cpu"])
+@pytest.mark.parametrize("name", ["t4", "bf16", "cuda", "cpu"])
 def test_grpo_config_states_the_objective(tmp_path, name):
     profile = PROFILES[name]
     config = build_grpo_config(profile, tmp_path)
@@ -94,3 +100,35 @@ def test_sft_config_trains_the_completion_in_the_profiles_precision(tmp_path):
     assert config.completion_only_loss is True and not config.bf16 and not config.fp16
     assert (config.learning_rate, config.per_device_train_batch_size, config.num_train_epochs) == (3e-4, 2, 1)
     assert config.max_length == 256 + 160 and config.report_to == []
+
+
+def test_bf16_profile_is_the_t4_recipe_on_qwen_7b(tmp_path, monkeypatch):
+    monkeypatch.setattr("helpers.hardware.gpu_info", lambda: L4_GPU)
+    bf16, t4 = PROFILES["bf16"], PROFILES["t4"]
+    assert (bf16.model_id, bf16.backend, bf16.load_in_4bit, bf16.fast_inference, bf16.precision) == \
+        ("unsloth/Qwen2.5-7B-Instruct", "unsloth", True, True, "bf16")
+    assert bf16.replace(name="t4", description=t4.description, model_id=t4.model_id, precision="fp16") == t4
+    config = build_grpo_config(bf16, tmp_path)
+    assert config.bf16 and not config.fp16 and config.use_vllm
+    assert (config.num_generations, config.max_completion_length, config.max_steps) == (8, 200, 250)
+
+
+def test_cuda_profile_is_plain_trl_with_peft(tmp_path, monkeypatch):
+    monkeypatch.setattr("helpers.hardware.gpu_info", lambda: T4_GPU)
+    cuda = PROFILES["cuda"]
+    assert (cuda.model_id, cuda.backend, cuda.load_in_4bit, cuda.fast_inference) == \
+        ("Qwen/Qwen2.5-0.5B-Instruct", "transformers", False, False)
+    assert (cuda.lora_rank, cuda.lora_alpha, cuda.optim) == (16, 64, "adamw_torch")  # no bitsandbytes
+    config = build_grpo_config(cuda, tmp_path)
+    assert not config.use_vllm and config.fp16 and not config.bf16  # a T4 without Unsloth: fp16
+    assert (config.loss_type, config.beta) == ("grpo", 0.04)
+
+
+@pytest.mark.parametrize("name, steps", [("t4", 25), ("bf16", 25), ("cuda", 25), ("cpu", 0)])
+def test_gpu_profiles_save_checkpoints_and_the_cpu_run_does_not(tmp_path, name, steps):
+    config = build_grpo_config(PROFILES[name], tmp_path)
+    assert PROFILES[name].save_steps == steps
+    if steps:
+        assert (config.save_strategy, config.save_steps, config.save_total_limit) == ("steps", steps, 2)
+    else:
+        assert config.save_strategy == "no"

@@ -1,0 +1,98 @@
+"""The fake FastLanguageModel and the fake vLLM engine it attaches."""
+
+import copy
+import functools
+from pathlib import Path
+
+from pinned import record
+
+
+class FakeEngine:
+    """Stands in for the vLLM ``LLM`` inside an Unsloth model."""
+
+    def __init__(self):
+        self.alive = True
+
+
+class FakeLoRARequest:
+    def __init__(self, lora_int_id, lora_path):
+        self.lora_int_id, self.lora_path = lora_int_id, lora_path
+
+
+class _Completion:
+    def __init__(self, text):
+        self.text = text
+
+
+class _RequestOutput:
+    def __init__(self, text):
+        self.outputs = [_Completion(text)]
+
+
+_NEXT_LORA_ID = [1]
+
+
+def load_lora(model, *args, **kwargs):
+    """unsloth_zoo.vllm_utils.load_lora: a new request id at every call, as the real one."""
+    call = record("model.load_lora", args, kwargs, ("save_directory", "load_tensors", "lora_request_id"))
+    if not Path(call["save_directory"]).exists():
+        raise OSError(f"Unsloth: LoRA filepath = {call['save_directory']} does not exist!")
+    request = FakeLoRARequest(_NEXT_LORA_ID[0], call["save_directory"])
+    _NEXT_LORA_ID[0] += 1
+    return request
+
+
+def fast_generate(engine, *args, **kwargs):
+    """vLLM LLM.generate: one output per prompt, the text names the LoRA request used."""
+    call = record("model.fast_generate", args, kwargs, ("prompts", "sampling_params"))
+    if not engine.alive:
+        raise RuntimeError("fake vLLM engine was deleted")
+    lora = call.get("lora_request")
+    tag = f"lora {lora.lora_int_id}" if lora is not None else "base"
+    return [_RequestOutput(f"<{tag}> completion {i}") for i, _ in enumerate(call["prompts"])]
+
+
+def save_pretrained_merged(model, *args, **kwargs):
+    """Unsloth's merged save: here PEFT's merge on a copy, saved with the tokenizer."""
+    call = record("model.save_pretrained_merged", args, kwargs, ("save_directory", "tokenizer", "save_method"))
+    merged = copy.deepcopy(model).merge_and_unload()
+    merged.save_pretrained(call["save_directory"])
+    if call.get("tokenizer") is not None:
+        call["tokenizer"].save_pretrained(call["save_directory"])
+
+
+def _attach_engine(model, engine):
+    model.vllm_engine = engine
+    model.fast_generate = functools.partial(fast_generate, engine)
+    model.load_lora = functools.partial(load_lora, model)
+
+
+class FastLanguageModel:
+    @staticmethod
+    def from_pretrained(*args, **kwargs):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from . import MODEL_DIR
+
+        call = record("FastLanguageModel.from_pretrained", args, kwargs, ("model_name", "max_seq_length", "dtype"))
+        dtype = call.get("dtype") or torch.bfloat16  # Unsloth's default where the GPU has bf16
+        model = AutoModelForCausalLM.from_pretrained(MODEL_DIR, dtype=dtype)
+        tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR)
+        if call.get("fast_inference"):
+            _attach_engine(model, FakeEngine())
+        return model, tokenizer
+
+    @staticmethod
+    def get_peft_model(model, *args, **kwargs):
+        from peft import LoraConfig, get_peft_model
+
+        call = record("FastLanguageModel.get_peft_model", args, kwargs, ("r", "target_modules", "lora_alpha"))
+        config = LoraConfig(r=call.get("r", 16), lora_alpha=call.get("lora_alpha", 16),
+                            target_modules=list(call["target_modules"]), lora_dropout=0.0, task_type="CAUSAL_LM")
+        engine = getattr(model, "vllm_engine", None)
+        peft_model = get_peft_model(model, config)
+        if engine is not None:  # unsloth/models/_utils.py patch_peft_fast_inference
+            _attach_engine(peft_model, engine)
+        peft_model.save_pretrained_merged = functools.partial(save_pretrained_merged, peft_model)
+        return peft_model

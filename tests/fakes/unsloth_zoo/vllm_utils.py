@@ -1,0 +1,9 @@
+"""Fake ``unsloth_zoo.vllm_utils``: ``delete_vllm`` marks the fake engine dead and records the call."""
+
+from pinned import record
+
+
+def delete_vllm(*args, **kwargs):
+    call = record("unsloth_zoo.vllm_utils.delete_vllm", args, kwargs, ("llm",))
+    if call.get("llm") is not None:
+        call["llm"].alive = False
