@@ -7,7 +7,12 @@
   reward std, KL to the reference model, completion length, clipped-completion ratio, clip
   region ratio, loss, grad norm, learning rate and wall-clock seconds for the step;
 * ``lora_adapter/`` - the trained LoRA weights (PEFT format) and the tokenizer;
-* ``training_curves.png`` - the curves of :func:`helpers.plots.plot_training_curves`.
+* ``training_curves.png`` - the curves of :func:`helpers.plots.plot_training_curves`;
+* ``checkpoint-<step>/`` - every ``profile.save_steps`` steps (GPU profiles; the CPU profile saves
+  none), the last ``profile.save_total_limit`` kept. A second :func:`train` into the same folder
+  resumes from the newest one: the step counter, optimizer, scheduler and random state continue
+  and ``metrics.csv`` keeps its rows. Put ``output_dir`` on Google Drive
+  (:func:`helpers.persist.output_dir`) and a Colab disconnect costs at most ``save_steps`` steps.
 """
 
 from __future__ import annotations
@@ -99,7 +104,9 @@ class MetricsCSV(TrainerCallback):
     """TrainerCallback that appends each logged step to a CSV, with the step's wall time.
 
     Columns are the union of all logged keys (TRL adds ``rewards/<func>/mean`` per reward
-    function); the file is rewritten at each log so it is always complete and readable.
+    function); the file is rewritten at each log so it is always complete and readable. A run
+    resumed from a checkpoint at step N keeps the file's rows up to step N and continues after
+    them; a fresh run starts an empty file.
     """
 
     def __init__(self, path: Path):
@@ -107,6 +114,12 @@ class MetricsCSV(TrainerCallback):
         self.rows: list[dict] = []
         self._step_start = None
         self._last_step_s = float("nan")
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.rows = []
+        if state.global_step > 0 and self.path.exists():  # resumed: the state is already loaded
+            with open(self.path, newline="") as f:
+                self.rows = [row for row in csv.DictReader(f) if int(row["step"]) <= state.global_step]
 
     def on_step_begin(self, args, state, control, **kwargs):
         self._step_start = time.perf_counter()
@@ -147,7 +160,7 @@ def quiet_progress(trainer) -> None:
 def train(profile: Profile | None = None, *, output_dir: str | Path | None = None,
           max_steps: int | None = None, model=None, tokenizer=None, dataset=None,
           model_path: str | Path | None = None, reward_funcs=None, report_to: str = "none",
-          **config_overrides) -> TrainingRun:
+          resume: bool = True, callbacks=(), **config_overrides) -> TrainingRun:
     """Run GRPO on GSM8K for a profile and save metrics, adapter and curves.
 
     Args:
@@ -160,6 +173,9 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
         reward_funcs: default :data:`helpers.rewards.REWARD_FUNCS` (the five course rewards, with
             content-checked format rewards).
         report_to: ``"none"``; ``"wandb"`` or ``"tensorboard"`` are opt-in.
+        resume: continue from the newest ``checkpoint-<step>`` in ``output_dir`` if there is one
+            (see the module docstring); ``False`` starts over.
+        callbacks: more ``transformers.TrainerCallback`` objects for the trainer.
         config_overrides: any other ``GRPOConfig`` field.
 
     Returns:
@@ -190,12 +206,16 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
         reward_funcs=list(reward_funcs),
         args=build_grpo_config(profile, output_dir, report_to=report_to, **config_overrides),
         train_dataset=dataset,
-        callbacks=[metrics],
+        callbacks=[metrics, *callbacks],
     )
     quiet_progress(trainer)
+    checkpoint = last_checkpoint(output_dir) if resume else None
+    if checkpoint is not None:
+        print(f"Resuming from {checkpoint} (pass resume=False to start over)")
     started = time.perf_counter()
-    trainer.train()
-    seconds_per_step = (time.perf_counter() - started) / max(trainer.state.global_step, 1)
+    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    steps_now = trainer.state.global_step - (_checkpoint_step(checkpoint) if checkpoint else 0)
+    seconds_per_step = (time.perf_counter() - started) / max(steps_now, 1)
 
     adapter_dir = output_dir / ADAPTER_DIR
     model.save_pretrained(adapter_dir)  # LoRA weights only (PEFT / Unsloth)
@@ -203,3 +223,15 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
     curves_png = output_dir / CURVES_FILE
     plot_training_curves(metrics.path, save_to=curves_png, show=False)
     return TrainingRun(output_dir, metrics.path, adapter_dir, curves_png, seconds_per_step, trainer)
+
+
+def last_checkpoint(output_dir) -> Path | None:
+    """The newest ``checkpoint-<step>`` folder in ``output_dir`` that holds a trainer state, or None."""
+    output_dir = Path(output_dir)
+    found = [p for p in output_dir.glob("checkpoint-*")
+             if p.name.split("-", 1)[1].isdigit() and (p / "trainer_state.json").exists()]
+    return max(found, key=_checkpoint_step, default=None)
+
+
+def _checkpoint_step(path) -> int:
+    return int(Path(path).name.split("-", 1)[1])

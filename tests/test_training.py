@@ -32,3 +32,52 @@ def test_one_grpo_step_on_a_tiny_model_writes_metrics_and_adapter(tiny_model_dir
     # Every LoRA B matrix starts at 0; one step must move all of them (no layer left without gradient).
     lora_b = {n: p for n, p in model.named_parameters() if "lora_B" in n}
     assert lora_b and all(p.abs().sum() > 0 for p in lora_b.values())
+
+
+class Disconnect(Exception):
+    """A Colab runtime that goes away."""
+
+
+def test_interrupted_run_resumes_from_its_checkpoint_and_continues_the_csv(tiny_model_dir, tmp_path, capsys):
+    """Issue 10, 4: checkpoints every save_steps steps; a second train() into the same folder (a new
+    runtime, a freshly loaded model) resumes: the step counter and metrics.csv continue."""
+    from transformers import TrainerCallback
+
+    class DisconnectAfterFirstCheckpoint(TrainerCallback):
+        def on_save(self, args, state, control, **kwargs):
+            if state.global_step == 1:
+                raise Disconnect
+
+    profile = PROFILES["cpu"].replace(max_completion_length=8, save_steps=1, max_steps=2)
+    data, out = load_gsm8k("train", n=4), tmp_path / "run"
+    funcs = [*REWARD_FUNCS, distinct_characters]
+    model, tokenizer = load_model(profile, tiny_model_dir)
+    try:
+        train(profile, model=model, tokenizer=tokenizer, dataset=data, output_dir=out, reward_funcs=funcs,
+              callbacks=[DisconnectAfterFirstCheckpoint()])
+        raise AssertionError("the run should have been interrupted")
+    except Disconnect:
+        pass
+    with open(out / "metrics.csv") as f:
+        before = list(csv.DictReader(f))
+    assert [r["step"] for r in before] == ["1"] and (out / "checkpoint-1" / "trainer_state.json").exists()
+
+    model, tokenizer = load_model(profile, tiny_model_dir)  # the new runtime starts from the base model
+    run = train(profile, model=model, tokenizer=tokenizer, dataset=data, output_dir=out, reward_funcs=funcs)
+    assert "Resuming from" in capsys.readouterr().out and run.trainer.state.global_step == 2
+    with open(run.metrics_csv) as f:
+        after = list(csv.DictReader(f))
+    assert [r["step"] for r in after] == ["1", "2"]
+    assert after[0] == {key: before[0].get(key, "") for key in after[0]}  # step 1's row kept as written
+    assert (out / "checkpoint-2").exists() and (run.adapter_dir / "adapter_model.safetensors").exists()
+
+
+def test_the_newest_complete_checkpoint_is_the_one_resumed(tmp_path):
+    from helpers.training import last_checkpoint
+
+    assert last_checkpoint(tmp_path) is None
+    for step in (5, 25, 10):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    (tmp_path / "checkpoint-99").mkdir()  # half-written: no trainer state, never resumed from
+    assert last_checkpoint(tmp_path).name == "checkpoint-25"
