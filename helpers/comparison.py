@@ -421,19 +421,33 @@ def save_merged(model, tokenizer, out_dir) -> Path:
 def load_merged(path, profile):
     """``(model, tokenizer)`` from a merged checkpoint, with plain transformers (no PEFT, no vLLM).
 
-    CPU: :func:`helpers.models.load_model` without LoRA (the profile's dtype). GPU: fp16 on the
-    GPU (``device_map="auto"``); generation then uses HF ``generate``, not vLLM.
+    CPU (transformers backend): :func:`helpers.models.load_model` without LoRA, in the profile's
+    dtype. Unsloth profiles (T4): the merged 16-bit checkpoint is re-quantized to 4-bit on load
+    (bitsandbytes NF4, compute in the profile's dtype; about 2.5 GB for the 3B model instead of
+    6.2 GB in fp16), and only after the policy's vLLM engine is gone. The order on a T4:
+    generate with the LoRA, :func:`save_merged`, :func:`helpers.models.release` the policy and
+    ``del`` it, then this. Generation then uses HF ``generate``, not vLLM. Not run on a GPU yet.
+
+    Raises:
+        RuntimeError: an Unsloth model's vLLM engine is still up (release it first).
     """
-    from .models import load_model
+    from .hardware import torch_dtype
+    from .models import live_vllm_models, load_model
 
     if profile.backend != "unsloth":
         return load_model(profile, path, lora=False)
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    if live_vllm_models():
+        raise RuntimeError("a vLLM engine still holds most of the GPU: call helpers.models.release(model) "
+                           "and `del model` before loading the merged model next to it")
+    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
 
+    dtype = torch_dtype(profile)
     tokenizer = AutoTokenizer.from_pretrained(path)
     tokenizer.padding_side = "left"
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float16, device_map="auto")
+    quantization = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                                      bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=dtype)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, quantization_config=quantization,
+                                                 device_map="auto")
     return model, tokenizer
 
 
