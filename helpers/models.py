@@ -226,7 +226,7 @@ def standby_gpu_memory_utilization(total_gib: float) -> float:
     branch for vLLM >= 0.11; ``UNSLOTH_VLLM_STANDBY_UTIL_OVERRIDE=1`` keeps the profile's value).
     In standby vLLM sleeps while the trainer runs, releasing its KV cache, so the larger share
     does not starve training. ``total_gib``: total GPU memory in GiB. T4 (14.7 GiB) -> 0.76,
-    L4 (22.5 GiB) -> 0.784, A100 40/80 GB -> 0.879.
+    L4 (22.5 GiB) -> 0.784, A100 40 GB (39.4 GiB) -> 0.855, A100 80 GB -> 0.879.
     """
     tenth = total_gib / 10
     for floor, share in ((4.0, 0.925), (2.5, 0.9), (2.0, 0.825), (1.4, 0.8), (1.0, 0.775)):
