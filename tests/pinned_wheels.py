@@ -1,0 +1,49 @@
+"""Source files of the pinned GPU wheels (unsloth, unsloth_zoo), read without installing them.
+
+The versions come from ``requirements.txt``. A wheel is looked for in ``$GRPO_WHEELS_DIR``, then in
+``<GRPO cache>/wheels``, else fetched there once with ``pip download --no-deps`` (PyPI, about 30 MB);
+without network the calling test is skipped, with the reason. Nothing is installed or imported.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def pinned_version(dist: str) -> str:
+    """The ``dist==version`` pin of ``requirements.txt``."""
+    match = re.search(rf"(?m)^{re.escape(dist)}==(\S+)", (REPO / "requirements.txt").read_text())
+    assert match, f"{dist} is not pinned in requirements.txt"
+    return match.group(1)
+
+
+def wheel(dist: str) -> Path:
+    """The pinned wheel of ``dist`` on disk (downloaded once); skips the test if unavailable."""
+    from helpers.models import cache_dir
+
+    name = f"{dist}-{pinned_version(dist)}-py3-none-any.whl"
+    places = [Path(os.environ["GRPO_WHEELS_DIR"])] if os.environ.get("GRPO_WHEELS_DIR") else []
+    places.append(cache_dir() / "wheels")
+    for place in places:
+        if (place / name).exists():
+            return place / name
+    places[-1].mkdir(parents=True, exist_ok=True)
+    result = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(places[-1]),
+                             f"{dist}=={pinned_version(dist)}"], capture_output=True, text=True, timeout=600)
+    if not (places[-1] / name).exists():
+        pytest.skip(f"cannot fetch {name} (set GRPO_WHEELS_DIR to a folder holding it): "
+                    f"{result.stderr.strip()[-300:]}")
+    return places[-1] / name
+
+
+def source(dist: str, path: str) -> str:
+    """The text of ``path`` inside the pinned wheel of ``dist``."""
+    with zipfile.ZipFile(wheel(dist)) as archive:
+        return archive.read(path).decode("utf-8")
