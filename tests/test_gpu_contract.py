@@ -1,0 +1,226 @@
+"""Contract tests for the GPU code CI cannot run (issue 10): the code paths of notebooks 05 and 06
+on the ``t4``/``bf16`` profiles, run on CPU against test-only fakes of the pinned unsloth, unsloth_zoo
+and vLLM (``tests/fakes``). The fakes accept exactly the keyword arguments of the pinned releases
+(``fakes/pinned.py``, checked against the wheels' source below), load a tiny real Llama instead of
+Qwen, and record every call. A keyword the pinned release lacks, a LoRA loaded per batch, a
+precision mismatch Unsloth would refuse, or a second model loaded next to a live vLLM engine fails.
+Import order (peft before unsloth) is tested in ``tests/test_import_order.py``.
+"""
+
+import ast
+import json
+import re
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from helpers.hardware import GPU
+from helpers.profiles import PROFILES
+from pinned_wheels import source
+
+pytestmark = pytest.mark.slow
+FAKES = Path(__file__).resolve().parent / "fakes"
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+FAKE_MODULES = ("pinned", "unsloth", "unsloth._model", "unsloth_zoo", "unsloth_zoo.vllm_utils", "vllm")
+T4, L4 = GPU("Tesla T4", (7, 5), 14.7), GPU("NVIDIA L4", (8, 9), 22.5)
+
+
+@pytest.fixture
+def fake(monkeypatch, tiny_model_dir):
+    """The fake GPU stack importable as unsloth / unsloth_zoo / vllm, on a T4; its call recorder."""
+    monkeypatch.syspath_prepend(str(FAKES))
+    for name in FAKE_MODULES:
+        sys.modules.pop(name, None)
+    import pinned
+    import unsloth
+    import unsloth_zoo.vllm_utils  # noqa: F401
+    import vllm  # noqa: F401
+
+    unsloth.MODEL_DIR = str(tiny_model_dir)
+    monkeypatch.setattr("helpers.hardware.gpu_info", lambda: T4)
+    monkeypatch.delenv("UNSLOTH_VLLM_STANDBY", raising=False)
+    yield pinned
+    for name in FAKE_MODULES:
+        sys.modules.pop(name, None)
+
+
+def unsloth_precision_check(model, args) -> None:
+    """What Unsloth's GRPOTrainer does at construction (unsloth 2026.10.9, unsloth/models/rl.py)."""
+    dtype = getattr(model.config, "dtype", None) or model.get_input_embeddings().weight.dtype
+    if dtype == torch.float16 and args.bf16:
+        raise TypeError("Unsloth: Model is in float16 precision but you want to use bfloat16 precision.")
+    if dtype == torch.bfloat16 and args.fp16:
+        raise TypeError("Unsloth: Model is in bfloat16 precision but you want to use float16 precision.")
+
+
+def cell(notebook: str, cell_id: str) -> str:
+    [path] = NOTEBOOKS.glob(f"{notebook}_*.ipynb")
+    [found] = [c for c in json.loads(path.read_text())["cells"] if c.get("id") == cell_id]
+    return "".join(found["source"])
+
+
+# ------------------------------------------------------------------------------- the table
+def _signature(text: str, qualified: str) -> set[str]:
+    *owner, name = qualified.split(".")
+    tree = ast.parse(text)
+    scopes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == owner[0]] if owner else [tree]
+    [fn] = [n for scope in scopes for n in scope.body if isinstance(n, ast.FunctionDef) and n.name == name]
+    args = fn.args
+    return {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} - {"self", "model"}
+
+
+@pytest.mark.parametrize("name", ["FastLanguageModel.from_pretrained", "FastLanguageModel.get_peft_model",
+                                  "model.save_pretrained_merged", "model.load_lora",
+                                  "unsloth_zoo.vllm_utils.delete_vllm"])
+def test_the_fakes_table_is_the_pinned_wheels_signature(name):
+    import importlib
+    sys.path.insert(0, str(FAKES))
+    try:
+        table = importlib.import_module("pinned").PINNED
+    finally:
+        sys.path.remove(str(FAKES))
+    release, path, qualified, keywords = table[name]
+    dist = "unsloth_zoo" if release.startswith("unsloth_zoo") else "unsloth"
+    assert _signature(source(dist, path), qualified) == set(keywords)
+
+
+def test_standby_shares_are_unsloth_zoos():
+    """helpers.models.standby_gpu_memory_utilization mirrors load_vllm's table for vLLM >= 0.11."""
+    from helpers.models import standby_gpu_memory_utilization
+
+    text = source("unsloth_zoo", "unsloth_zoo/vllm_utils.py")
+    block = text[text.index("# Standby mode sleep/wake cycle"):text.index("standby_target_gpu_util *= 0.95")]
+    tiers = [(float(a), float(b)) for a, b in re.findall(r"ten_percent >= ([\d.]+): standby_target_gpu_util = ([\d.]+)", block)]
+    [last] = re.findall(r"else: standby_target_gpu_util = ([\d.]+)", block)
+    assert tiers and all(standby_gpu_memory_utilization(10 * floor) == round(share * 0.95, 4) for floor, share in tiers)
+    assert standby_gpu_memory_utilization(5.0) == round(float(last) * 0.95, 4)
+
+
+def test_an_unknown_keyword_fails(fake):
+    from unsloth import FastLanguageModel
+    from vllm import SamplingParams
+
+    with pytest.raises(TypeError, match="max_new_tokens"):
+        FastLanguageModel.from_pretrained(model_name="x", max_new_tokens=5)
+    with pytest.raises(TypeError, match="best_of"):
+        SamplingParams(temperature=1.0, best_of=2)  # gone from vLLM's SamplingParams by 0.11
+
+
+# -------------------------------------------------------------- notebook 05's GPU code path
+@pytest.mark.parametrize("name, gpu, dtype", [("t4", T4, torch.float16), ("bf16", L4, torch.bfloat16)])
+def test_load_model_and_the_grpo_config_agree_on_precision(fake, monkeypatch, tmp_path, name, gpu, dtype):
+    """Notebook 05's settings and model cells on the GPU profiles, against the fakes."""
+    from helpers.models import uses_vllm
+
+    monkeypatch.setattr("helpers.hardware.gpu_info", lambda: gpu)
+    monkeypatch.setenv("GRPO_PROFILE", name)
+    monkeypatch.delenv("GRPO_QUICK", raising=False)
+    monkeypatch.delenv("GRPO_DRIVE", raising=False)
+    monkeypatch.delenv("GRPO_DRIVE_DIR", raising=False)
+    namespace = {"ROOT": str(tmp_path)}
+    exec(cell("05", "cbca6a1a"), namespace)  # settings: profile, OUTPUT_DIR, GRPOConfig
+    exec(cell("05", "9924cd62"), namespace)  # the starting point with a fresh LoRA
+    model, config, profile = namespace["model"], namespace["config"], namespace["profile"]
+    [load] = fake.calls("FastLanguageModel.from_pretrained")
+    assert load["dtype"] == dtype and load["load_in_4bit"] and load["fast_inference"]
+    assert (load["max_lora_rank"], load["max_seq_length"]) == (64, 1024)
+    [peft] = fake.calls("FastLanguageModel.get_peft_model")
+    assert (peft["r"], peft["lora_alpha"], peft["use_gradient_checkpointing"]) == (64, 64, "unsloth")
+    assert uses_vllm(model) and config.use_vllm and profile.name == name
+    assert (config.fp16, config.bf16) == (dtype == torch.float16, dtype == torch.bfloat16)
+    unsloth_precision_check(model, config)  # would raise at GRPOTrainer(...) on a mismatch
+
+
+def test_the_old_precision_bug_fails_the_check(fake, monkeypatch, tmp_path):
+    """Before the fix: no dtype passed (Unsloth picks bf16 where it can) and fp16=True forced."""
+    from unsloth import FastLanguageModel
+
+    from helpers.training import build_grpo_config
+
+    model, _ = FastLanguageModel.from_pretrained(model_name="unsloth/Qwen2.5-3B-Instruct", load_in_4bit=True)
+    config = build_grpo_config(PROFILES["t4"], tmp_path)
+    with pytest.raises(TypeError, match="bfloat16 precision but you want to use float16"):
+        unsloth_precision_check(model, config)
+
+
+@pytest.fixture
+def t4_model(fake, tmp_path):
+    """The t4 policy on the fakes and a LoRA adapter saved from it (as train() saves one)."""
+    from helpers.models import load_model
+
+    model, tokenizer = load_model(PROFILES["t4"])
+    adapter = tmp_path / "run" / "lora_adapter"
+    model.save_pretrained(adapter)
+    tokenizer.save_pretrained(adapter)
+    return model, tokenizer, adapter
+
+
+def test_generate_with_a_lora_makes_one_request_per_adapter(fake, t4_model, gsm8k_dir):
+    """Bug (issue 10, 6): load_lora at every generate call gave each batch a new LoRA id."""
+    from helpers.comparison import evaluate_before_after
+    from helpers.data import load_gsm8k
+
+    model, tokenizer, adapter = t4_model
+    test = load_gsm8k("test", n=6)
+    base, lora = evaluate_before_after(model, tokenizer, test, adapter, n=6, batch_size=2, max_new_tokens=8,
+                                       temperature=1.0, top_p=1.0)
+    generations = fake.calls("model.fast_generate")
+    assert len(generations) == 6 and len(fake.calls("model.load_lora")) == 1
+    requests = [g["lora_request"] for g in generations]
+    assert requests[:3] == [None] * 3 and len({id(r) for r in requests[3:]}) == 1
+    assert all(r["completion"].startswith("<base>") for r in base.records)
+    assert all(r["completion"].startswith("<lora 1>") for r in lora.records)
+    assert {k for call in fake.calls("vllm.SamplingParams") for k in call} == {"temperature", "top_p", "max_tokens", "seed"}
+    model.save_pretrained(adapter)  # a new training run saved over it: a new request, once
+    evaluate_before_after(model, tokenizer, test, adapter, n=6, batch_size=2, max_new_tokens=8)
+    assert len(fake.calls("model.load_lora")) == 2
+
+
+def test_notebook_05_generates_after_training_with_the_saved_adapter(fake, t4_model, gsm8k_dir):
+    from helpers.data import load_gsm8k
+    from helpers.models import generate
+
+    model, tokenizer, adapter = t4_model
+    namespace = {"model": model, "tokenizer": tokenizer, "profile": PROFILES["t4"], "generate": generate,
+                 "question": load_gsm8k("test", n=1)[0], "before": "", "run": types.SimpleNamespace(adapter_dir=adapter)}
+    exec(cell("05", "87d28784"), namespace)  # section 10: the same question with the LoRA
+    [call] = fake.calls("model.load_lora")
+    assert Path(call["save_directory"]) == adapter.resolve() and namespace["after"].startswith("<lora")
+
+
+# -------------------------------------------------------------- notebook 06's merged model
+def test_merged_save_then_release_then_4bit_reload(fake, t4_model, monkeypatch, gsm8k_dir):
+    """Issue 10, 5: notebook 06 section 8 on the T4: the engine is released before the merged model
+    is loaded, and that model is loaded in 4-bit; loading it next to a live engine is refused."""
+    import transformers
+
+    from helpers.comparison import decoding, load_merged
+    from helpers.data import load_gsm8k
+    from helpers.models import live_vllm_models, uses_vllm
+
+    model, tokenizer, adapter = t4_model
+    engine = model.vllm_engine
+    loads, real_from_pretrained = [], transformers.AutoModelForCausalLM.from_pretrained
+
+    def from_pretrained(path, **kwargs):  # no bitsandbytes on a CPU: record the 4-bit request, load plainly
+        loads.append(kwargs)
+        return real_from_pretrained(path, dtype=kwargs["dtype"])
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", from_pretrained)
+    monkeypatch.setattr(transformers, "BitsAndBytesConfig", lambda **kwargs: kwargs)
+    namespace = {"model": model, "tokenizer": tokenizer, "ADAPTER_DIR": adapter, "profile": PROFILES["t4"],
+                 "test_ds": load_gsm8k("test", n=1), "DECODING": decoding(PROFILES["t4"]), "uses_vllm": uses_vllm}
+    exec(cell("06", "ce4db054"), namespace)  # generate with the LoRA, save the merged model
+    [merge] = fake.calls("model.save_pretrained_merged")
+    assert merge["save_method"] == "merged_16bit" and (adapter.parent / "merged" / "config.json").exists()
+    with pytest.raises(RuntimeError, match="release"):
+        load_merged(adapter.parent / "merged", PROFILES["t4"])  # the wrong order is refused
+    exec(cell("06", "895f6e37"), namespace)  # release, del, reload in 4-bit, generate with HF
+    assert fake.calls("unsloth_zoo.vllm_utils.delete_vllm") == [{"llm": engine}] and not engine.alive
+    assert "model" not in namespace and live_vllm_models() == 0
+    [reload] = loads
+    assert reload["quantization_config"]["load_in_4bit"] and reload["device_map"] == "auto"
+    assert reload["dtype"] == torch.float16 == reload["quantization_config"]["bnb_4bit_compute_dtype"]
