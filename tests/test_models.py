@@ -89,3 +89,20 @@ def test_import_backend_refuses_unsloth_after_transformers(monkeypatch):
         import_backend(PROFILES["t4"])
     import_backend(PROFILES["cpu"])   # the transformers backend needs nothing
     import_backend(PROFILES["cuda"])
+
+
+def test_cuda_profile_runs_without_unsloth_or_vllm(monkeypatch, tiny_model_dir, tmp_path):
+    """The plain-TRL profile: neither package is needed to load, generate or build the config."""
+    import sys
+
+    from peft import PeftModel
+
+    from helpers.training import build_grpo_config
+
+    monkeypatch.setitem(sys.modules, "unsloth", None)  # `import unsloth` / `import vllm` would raise
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    cuda = PROFILES["cuda"]
+    model, tokenizer = load_model(cuda, tiny_model_dir)
+    assert isinstance(model, PeftModel) and model.peft_config["default"].r == 16
+    assert len(generate(model, tokenizer, [[{"role": "user", "content": "1 + 1?"}]], max_new_tokens=3)) == 1
+    assert not build_grpo_config(cuda, tmp_path).use_vllm
