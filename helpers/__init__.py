@@ -1,6 +1,7 @@
 """Helpers behind the GRPO course notebooks.
 
-One module per concept: ``profiles`` (run settings), ``data`` (GSM8K), ``grading`` and
+One module per concept: ``profiles`` (run settings), ``hardware`` (GPU, profile pick, precision),
+``persist`` (Google Drive, Hub, finding an adapter), ``data`` (GSM8K), ``grading`` and
 ``rewards`` (reward functions), ``grpo`` (the loss by hand), ``models`` (loading and
 generation), ``cold_start`` (SFT before GRPO), ``training`` (TRL GRPOTrainer), ``pipeline``
 (the main job: cold start -> GRPO -> evaluation), ``prompting`` (CoT strategies), ``evaluation``

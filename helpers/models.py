@@ -123,7 +123,8 @@ def _on_hub(model_id: str) -> bool:
 def load_model(profile: Profile, model_path: str | os.PathLike | None = None, lora: bool = True):
     """Return ``(model, tokenizer)`` for a profile, with a fresh LoRA adapter when ``lora``.
 
-    The tokenizer pads on the left (generation) and has a pad token.
+    The tokenizer pads on the left (generation) and has a pad token. The dtype is
+    :func:`helpers.hardware.torch_dtype`; a 16-bit model (the ``cuda`` profile) goes to the GPU.
 
     Raises:
         ModelSourceError / FileNotFoundError: see :func:`resolve_model_source`.
@@ -133,6 +134,7 @@ def load_model(profile: Profile, model_path: str | os.PathLike | None = None, lo
         return _load_unsloth(profile, model_path, lora)
     if profile.backend != "transformers":
         raise ValueError(f"unknown backend {profile.backend!r}")
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from .hardware import torch_dtype
@@ -144,6 +146,8 @@ def load_model(profile: Profile, model_path: str | os.PathLike | None = None, lo
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
+    if dtype != torch.float32 and torch.cuda.is_available():  # the cuda profile: generate on the GPU
+        model = model.to("cuda")
     if lora:
         from peft import get_peft_model
 

@@ -106,3 +106,20 @@ def test_cuda_profile_runs_without_unsloth_or_vllm(monkeypatch, tiny_model_dir, 
     assert isinstance(model, PeftModel) and model.peft_config["default"].r == 16
     assert len(generate(model, tokenizer, [[{"role": "user", "content": "1 + 1?"}]], max_new_tokens=3)) == 1
     assert not build_grpo_config(cuda, tmp_path).use_vllm
+
+
+def test_a_16_bit_transformers_model_goes_to_the_gpu_and_the_cpu_run_stays(monkeypatch, tiny_model_dir):
+    """The cuda profile generates with HF generate: on the GPU, not on the CPU it was loaded on."""
+    import torch
+
+    from helpers.hardware import GPU
+
+    moved = []
+    monkeypatch.setattr("helpers.hardware.gpu_info", lambda: GPU("NVIDIA L4", (8, 9), 22.5))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.nn.Module, "to", lambda self, *args, **kwargs: moved.append(args) or self)
+    model, _ = load_model(PROFILES["cuda"], tiny_model_dir, lora=False)
+    assert model.dtype == torch.bfloat16 and moved == [("cuda",)]
+    moved.clear()
+    model, _ = load_model(PROFILES["cpu"], tiny_model_dir, lora=False)
+    assert model.dtype == torch.float32 and moved == []
