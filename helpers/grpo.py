@@ -213,6 +213,10 @@ def kl_estimators(logp: torch.Tensor, ref_logp: torch.Tensor):
       which has no bound (``tests/test_grpo_vs_trl.py`` checks the equality; r stays far below
       50 there). No lower clamp: for r -> -inf exp(r) -> 0 cannot overflow and k3 ~ -r - 1.
 
+    Value is not gradient: used as a loss on tokens sampled from pi_theta, E[grad k1] = 0,
+    E[grad k2] = grad KL(pi_theta || pi_ref) and E[grad k3] = grad KL(pi_ref || pi_theta), the
+    forward KL (notebook 02 checks all three exactly).
+
     Args:
         logp: ``(B, T)`` (any shape) log pi_theta of the taken tokens (may require grad).
         ref_logp: same shape, log pi_ref of the same tokens.
