@@ -104,9 +104,10 @@ def describe_batch(processes: int, per_device: int, accumulation: int, num_gener
 
 
 def quiet_if_replica() -> bool:
-    """On a process other than the main one, drop standard output, Python warnings and library
-    logging below errors, so that a launch of N processes prints each line once (errors and
-    tracebacks still reach stderr). Returns True on such a replica, False on the main process."""
+    """On a process other than the main one, drop standard output, Python warnings, the progress
+    bars of datasets and the hub, and library logging below errors, so that a launch of N processes
+    prints each line once (errors and tracebacks still reach stderr). Call it before transformers
+    or datasets is imported. Returns True on such a replica, False on the main process."""
     if is_main_process():
         return False
     import logging
@@ -116,6 +117,8 @@ def quiet_if_replica() -> bool:
     warnings.filterwarnings("ignore")
     for variable in ("TRANSFORMERS_VERBOSITY", "DATASETS_VERBOSITY"):
         os.environ[variable] = "error"
+    for variable in ("HF_DATASETS_DISABLE_PROGRESS_BARS", "HF_HUB_DISABLE_PROGRESS_BARS"):
+        os.environ[variable] = "1"  # the main process shows them
     for name in ("transformers", "datasets", "trl", "peft", "accelerate", "torch"):
         logging.getLogger(name).setLevel(logging.ERROR)
     return True
