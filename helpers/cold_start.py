@@ -99,6 +99,7 @@ def build_sft_config(profile: Profile, output_dir, **overrides):
         use_cpu=not torch.cuda.is_available(),
         logging_steps=1,
         log_level_replica="error",  # several processes: the others log errors only
+        ddp_find_unused_parameters=False,  # every LoRA weight gets a gradient each step
         save_strategy="no",
         report_to="none",
         seed=profile.seed,

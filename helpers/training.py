@@ -102,6 +102,7 @@ def build_grpo_config(profile: Profile, output_dir: str | Path, report_to: str =
         **rollouts,
         logging_steps=1,
         log_level_replica="error",
+        ddp_find_unused_parameters=False,  # several processes: every LoRA weight gets a gradient each step
         save_strategy="steps" if profile.save_steps > 0 else "no",
         save_steps=max(profile.save_steps, 1),
         save_total_limit=profile.save_total_limit,
