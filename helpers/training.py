@@ -143,7 +143,7 @@ class MetricsCSV(TrainerCallback):
         self._last_step_s = time.perf_counter() - self._step_start
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if not logs or "loss" not in logs or not state.is_world_process_zero:  # skip the end summary
+        if not logs or "loss" not in logs or not state.is_world_process_zero:  # end summary, or rank > 0
             return
         self.rows.append({"step": state.global_step, **logs, "step_time_s": self._last_step_s})
         columns = list(dict.fromkeys(key for row in self.rows for key in row))
