@@ -1,9 +1,11 @@
 """Command line: ``python -m helpers <command>``.
 
 * ``train [--profile P] [--quick] [--max-steps N] [--rewards checked|layout]
-  [--cold-start-examples N] [--cold-start DIR] [--output-dir D]``
+  [--cold-start-examples N] [--cold-start DIR] [--output-dir D] [--vllm-server URL]``
   - the main job (:func:`helpers.pipeline.run_pipeline`): cold start -> GRPO -> evaluation of
-  every stage; prints the stage table and writes ``summary.json``.
+  every stage; prints the stage table and writes ``summary.json``. Also on several GPUs:
+  ``accelerate launch --config_file configs/multi_gpu.yaml --num_processes N -m helpers train ...``
+  (:mod:`helpers.distributed`; only the main process prints).
 * ``evaluate --adapter DIR [--n N] [--profile P] [--greedy]`` - base vs. base + LoRA on GSM8K
   test (notebook 06): writes ``results/<run>/summary.json`` and ``records.jsonl``, prints the table.
 * ``sync-notebooks`` - rewrite the Colab badge and install cell of every notebook.
@@ -17,6 +19,9 @@ from pathlib import Path
 
 
 def _train(args) -> int:
+    from .distributed import describe_batch, quiet_if_replica
+
+    quiet_if_replica()  # several processes: only the main one prints
     _check_data_dir()
     from .models import import_backend
     from .profiles import get_profile, quick_requested, shortened
@@ -32,13 +37,22 @@ def _train(args) -> int:
         profile = profile.replace(max_steps=args.max_steps)
     if args.cold_start_examples is not None:
         profile = profile.replace(cold_start_examples=args.cold_start_examples)
+    if args.vllm_server is not None:
+        profile = profile.replace(vllm_server_url=args.vllm_server)
     run = run_pipeline(profile, args.output_dir, reward_set=args.rewards, cold_start_dir=args.cold_start,
                        command=" ".join(["python -m helpers", *args.argv]))
+    if run is None:  # another process of a multi-process launch: the main one reports
+        return 0
     print(f"\nProfile: {profile.name} ({profile.description})")
-    print(run.table().to_string())
-    t = run.summary["timings_s"]
+    if run.summary["stages"]:
+        print(run.table().to_string())
+    else:
+        print(f"Evaluation skipped: {run.summary['evaluation']['skipped']}")
+    t, d = run.summary["timings_s"], run.summary["distributed"]
     print(f"\nGRPO: {run.training.trainer.state.global_step} steps, {t['grpo_per_step_s']:.1f} s per step; "
           f"total {t['total_s'] / 60:.1f} min")
+    print("GRPO ran on " + describe_batch(d["processes"], d["per_device_train_batch_size"],
+                                         d["gradient_accumulation_steps"], d["num_generations"]))
     for label, path in (("Summary", run.summary_json), ("Eval records", run.records_jsonl),
                         ("Metrics CSV", run.training.metrics_csv), ("Training curves", run.training.curves_png),
                         ("LoRA adapter", run.training.adapter_dir)):
@@ -132,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="reuse this merged cold-start model (GRPO prompts still skip the "
                             "--cold-start-examples rows it was trained on)")
     train.add_argument("--output-dir", help="default: outputs/grpo-<profile>")
+    train.add_argument("--vllm-server", metavar="URL",
+                       help="rollouts from a running `trl vllm-serve` (e.g. http://localhost:8000; "
+                            "plain TRL profile cuda only)")
     train.set_defaults(run=_train)
     evaluate = commands.add_parser("evaluate", help="base vs. base + LoRA on GSM8K test (notebook 06)")
     evaluate.add_argument("--adapter", required=True, type=existing_dir,
@@ -157,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run a command; bad input (a missing data folder, a missing model) ends with one line on
     stderr and exit status 2, as argparse's own errors do."""
+    from .distributed import SetupError, is_main_process
     from .models import ModelSourceError
 
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -164,8 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv  # recorded in summary.json
     try:
         return args.run(args)
-    except (FileNotFoundError, ModelSourceError) as error:
-        print(f"python -m helpers {args.command}: error: {error}", file=sys.stderr)
+    except (FileNotFoundError, ModelSourceError, SetupError) as error:
+        if is_main_process():  # every process of a launch fails alike: one line
+            print(f"python -m helpers {args.command}: error: {error}", file=sys.stderr)
         return 2
 
 

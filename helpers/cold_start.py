@@ -98,6 +98,8 @@ def build_sft_config(profile: Profile, output_dir, **overrides):
         **mixed_precision_flags(profile),
         use_cpu=not torch.cuda.is_available(),
         logging_steps=1,
+        log_level_replica="error",  # several processes: the others log errors only
+        ddp_find_unused_parameters=False,  # every LoRA weight gets a gradient each step
         save_strategy="no",
         report_to="none",
         seed=profile.seed,
@@ -130,7 +132,9 @@ def train_cold_start(profile: Profile, output_dir, *, n: int | None = None, mode
         config_overrides: any ``SFTConfig`` field.
 
     Returns:
-        :class:`ColdStart`; ``model_dir`` loads with ``load_model(profile, model_dir)``.
+        :class:`ColdStart`; ``model_dir`` loads with ``load_model(profile, model_dir)``. Under
+        ``accelerate launch`` every process trains (data-parallel), the main one writes the merged
+        model and the metrics, and all return once it is on disk.
 
     Raises:
         ValueError: ``n < 1`` (a profile without a cold start has ``cold_start_examples = 0``).
@@ -157,5 +161,8 @@ def train_cold_start(profile: Profile, output_dir, *, n: int | None = None, mode
     trainer.train()
     seconds = time.perf_counter() - started
     tokenizer.padding_side = "left"  # SFTTrainer may have changed it; generation pads left
-    model_dir = save_merged(model, tokenizer, output_dir / COLD_START_DIR)
+    model_dir = output_dir / COLD_START_DIR
+    if trainer.is_world_process_zero():
+        save_merged(model, tokenizer, model_dir)
+    trainer.accelerator.wait_for_everyone()  # every process loads it next, for GRPO
     return ColdStart(model_dir, metrics.path, seconds, len(dataset))

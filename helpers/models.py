@@ -124,7 +124,8 @@ def load_model(profile: Profile, model_path: str | os.PathLike | None = None, lo
     """Return ``(model, tokenizer)`` for a profile, with a fresh LoRA adapter when ``lora``.
 
     The tokenizer pads on the left (generation) and has a pad token. The dtype is
-    :func:`helpers.hardware.torch_dtype`; a 16-bit model (the ``cuda`` profile) goes to the GPU.
+    :func:`helpers.hardware.torch_dtype`; a 16-bit model (the ``cuda`` profile) goes to the GPU
+    (``cuda:LOCAL_RANK`` under ``accelerate launch``: each process's own).
 
     Raises:
         ModelSourceError / FileNotFoundError: see :func:`resolve_model_source`.
@@ -146,8 +147,8 @@ def load_model(profile: Profile, model_path: str | os.PathLike | None = None, lo
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
-    if dtype != torch.float32 and torch.cuda.is_available():  # the cuda profile: generate on the GPU
-        model = model.to("cuda")
+    if dtype != torch.float32 and torch.cuda.is_available():  # the cuda profile: generate on the GPU,
+        model = model.to(f"cuda:{os.environ.get('LOCAL_RANK', '0')}")  # this process's under accelerate
     if lora:
         from peft import get_peft_model
 

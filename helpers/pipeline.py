@@ -10,6 +10,9 @@ the run's folder (default ``outputs/grpo-<profile>``):
 * ``summary.json`` and ``eval_records.jsonl`` - the base model, the cold start and cold start +
   GRPO on the same held-out GSM8K test questions (greedy), with McNemar's exact test between
   the cold start and GRPO (:func:`stage_table` prints it).
+
+Under ``accelerate launch`` (several processes) every process trains the cold start and GRPO, the
+main one alone writes the files and evaluates (:mod:`helpers.distributed` says why).
 """
 
 from __future__ import annotations
@@ -52,8 +55,13 @@ class PipelineRun:
 
 
 def run_pipeline(profile: Profile, output_dir=None, *, reward_set: str = "checked",
-                 cold_start_dir=None, model_path=None, command: str | None = None) -> PipelineRun:
+                 cold_start_dir=None, model_path=None, command: str | None = None) -> PipelineRun | None:
     """Cold start (if the profile has one) -> GRPO -> evaluation; writes the files listed above.
+
+    With several processes (``accelerate launch``) all of them train; the main process evaluates and
+    returns the :class:`PipelineRun`, the others return None after GRPO. Under DeepSpeed ZeRO-3 the
+    weights are sharded and the evaluation is skipped (``summary.json`` says so; evaluate the
+    adapter afterwards with ``python -m helpers evaluate``).
 
     Args:
         profile: all sizes and settings (:mod:`helpers.profiles`; :func:`~helpers.profiles.shortened`
@@ -67,20 +75,24 @@ def run_pipeline(profile: Profile, output_dir=None, *, reward_set: str = "checke
 
     Raises:
         ValueError: unknown ``reward_set``.
+        SetupError: settings this launch cannot run, before any model loads
+            (:func:`helpers.distributed.check_launch`: e.g. a global batch of partial groups).
         FileNotFoundError: ``cold_start_dir`` has no model.
     """
     from .cold_start import train_cold_start
     from .data import load_gsm8k
+    from .distributed import check_launch, is_main_process, zero3_launch
     from .rewards import REWARD_SETS
     from .training import train
 
     if reward_set not in REWARD_SETS:
         raise ValueError(f"unknown reward set {reward_set!r}; choose one of {sorted(REWARD_SETS)}")
+    n_sft = profile.cold_start_examples
+    check_launch(profile, cold_start=cold_start_dir is None and n_sft > 0)
     output_dir = Path(output_dir or f"outputs/grpo-{profile.name}")
     output_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     timings, cold = {}, None
-    n_sft = profile.cold_start_examples
     if cold_start_dir is not None:
         cold_start_dir = Path(cold_start_dir)
         if not (cold_start_dir / "config.json").exists():
@@ -99,15 +111,23 @@ def run_pipeline(profile: Profile, output_dir=None, *, reward_set: str = "checke
                 model_path=cold_start_dir or model_path)
     timings["grpo_s"] = run.seconds_per_step * run.trainer.state.global_step
     timings["grpo_per_step_s"] = run.seconds_per_step
-    print(f"Stage 3/3 - evaluation: {profile.eval_questions or 'all'} GSM8K test questions, greedy")
-    t0 = time.perf_counter()
-    results, dataset = evaluate_stages(profile, run.trainer.model, run.trainer.processing_class,
-                                       run.adapter_dir, has_cold_start=cold_start_dir is not None,
-                                       model_path=model_path)
-    timings["evaluation_s"] = time.perf_counter() - t0
+    if not is_main_process():
+        return None  # the main process evaluates alone; the other processes end here
+    results, dataset, skipped = {}, None, None
+    if zero3_launch():
+        skipped = (f"DeepSpeed ZeRO-3 shards the weights; run `python -m helpers evaluate --adapter "
+                   f"{run.adapter_dir}` on one GPU")
+        print(f"Stage 3/3 - evaluation: skipped ({skipped})")
+    else:
+        print(f"Stage 3/3 - evaluation: {profile.eval_questions or 'all'} GSM8K test questions, greedy")
+        t0 = time.perf_counter()
+        results, dataset = evaluate_stages(profile, run.trainer.model, run.trainer.processing_class,
+                                           run.adapter_dir, has_cold_start=cold_start_dir is not None,
+                                           model_path=model_path)
+        timings["evaluation_s"] = time.perf_counter() - t0
     timings["total_s"] = time.perf_counter() - started
     summary = build_summary(profile, results, timings, reward_set=reward_set, dataset=dataset,
-                            cold_start=cold, command=command)
+                            cold_start=cold, command=command, training=run, skipped=skipped)
     summary_json = output_dir / SUMMARY_FILE
     summary_json.write_text(json.dumps(summary, indent=2) + "\n")
     records_jsonl = output_dir / RECORDS_FILE
@@ -165,16 +185,19 @@ def paired_tests(first, last) -> dict:
             for key in PAIRED}
 
 
-def build_summary(profile: Profile, results: dict, timings: dict, *, reward_set: str, dataset: str,
-                  cold_start=None, command: str | None = None) -> dict:
+def build_summary(profile: Profile, results: dict, timings: dict, *, reward_set: str, dataset: str | None,
+                  cold_start=None, command: str | None = None, training=None, skipped: str | None = None) -> dict:
     """The content of ``summary.json``: provenance (command, commit, date, machine), the profile,
+    the processes and global batch of GRPO (``training``, a :class:`helpers.training.TrainingRun`),
     timings (seconds), each stage's :func:`helpers.comparison.extended_summary` and
-    :func:`paired_tests` between the starting point and GRPO."""
+    :func:`paired_tests` between the starting point and GRPO. Without ``results`` (evaluation
+    ``skipped``, with the reason) ``stages`` and the tests are empty."""
     from dataclasses import asdict
 
     from .comparison import decoding, extended_summary
 
-    start = results["cold_start" if "cold_start" in results else "base"]
+    start = results.get("cold_start", results.get("base"))
+    processes = training.processes if training else 1
     summary = {
         "command": command or f"helpers.pipeline.run_pipeline(profile {profile.name!r}, {reward_set!r} rewards)",
         "commit": _git_commit(),
@@ -183,11 +206,17 @@ def build_summary(profile: Profile, results: dict, timings: dict, *, reward_set:
         "profile": asdict(profile),
         "reward_set": reward_set,
         "cold_start_examples": cold_start.examples if cold_start else 0,
+        "distributed": {"processes": processes,
+                        "per_device_train_batch_size": profile.per_device_train_batch_size,
+                        "gradient_accumulation_steps": profile.gradient_accumulation_steps,
+                        "num_generations": profile.num_generations,
+                        "global_batch": training.global_batch if training else
+                        profile.per_device_train_batch_size * profile.gradient_accumulation_steps},
         "timings_s": {k: round(v, 1) for k, v in timings.items()},
-        "evaluation": {"dataset": dataset, "n": len(start.records),
-                       "decoding": decoding(profile, greedy=True)},
+        "evaluation": ({"dataset": dataset, "n": len(start.records), "decoding": decoding(profile, greedy=True)}
+                       if start else {"skipped": skipped or "no evaluation"}),
         "stages": {stage: extended_summary(result) for stage, result in results.items()},
-        "mcnemar_start_vs_grpo": paired_tests(start, results["grpo"]),
+        "mcnemar_start_vs_grpo": paired_tests(start, results["grpo"]) if start else {},
     }
     return json.loads(json.dumps(summary, default=str))  # as summary.json holds it (lists, not tuples)
 

@@ -30,6 +30,9 @@ Two more GPU profiles (neither has been run on a GPU yet; both are built and tes
   projections, lr 5e-6, AdamW (torch), cosine, 10 % warm-up; precision ``auto`` (bf16 where the
   GPU has it, else fp16).
 
+Every profile can train on several processes (``accelerate launch``, :mod:`helpers.distributed`);
+``cuda`` can also take its rollouts from a separate vLLM server (``vllm_server_url``).
+
 Pick a profile with :func:`get_profile`: an explicit name wins, then the ``GRPO_PROFILE``
 environment variable, then the hardware (:func:`helpers.hardware.pick_profile_name`: T4 ->
 ``t4``, bf16 GPU >= 20 GiB -> ``bf16``, other CUDA GPU -> ``cuda``, none -> ``cpu``). The
@@ -91,6 +94,9 @@ class Profile:
     scale_rewards: str = "group"
     gpu_memory_utilization: float = 0.5  # share of GPU memory vLLM may take
     # (UNSLOTH_VLLM_STANDBY=1, which the install cell sets, replaces it: see helpers.models)
+    # Rollouts on a separate TRL vLLM server (`trl vllm-serve` on its own GPU, TRL's vllm_mode
+    # "server"), e.g. "http://localhost:8000"; plain TRL profiles only. None: generate in-process.
+    vllm_server_url: str | None = None
     # Checkpoints: every save_steps GRPO steps (0: none), the last save_total_limit kept;
     # helpers.training.train resumes from the newest one in the run's folder.
     save_steps: int = 0

@@ -13,6 +13,9 @@
   resumes from the newest one: the step counter, optimizer, scheduler and random state continue
   and ``metrics.csv`` keeps its rows. Put ``output_dir`` on Google Drive
   (:func:`helpers.persist.output_dir`) and a Colab disconnect costs at most ``save_steps`` steps.
+
+Under ``accelerate launch`` (several processes, :mod:`helpers.distributed`) every process trains
+and only the main one writes these files.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ class TrainingRun:
     curves_png: Path
     seconds_per_step: float
     trainer: object = None
+    processes: int = 1  # training processes (accelerate), each with the whole policy
+    global_batch: int = 0  # completions per optimizer step over all processes
 
 
 def build_grpo_config(profile: Profile, output_dir: str | Path, report_to: str = "none", **overrides):
@@ -50,7 +55,10 @@ def build_grpo_config(profile: Profile, output_dir: str | Path, report_to: str =
     The GRPO objective is explicit (DeepSeekMath eq. 3 with the k3 KL of eq. 4): ``loss_type``,
     ``beta``, ``epsilon`` and ``scale_rewards`` come from the profile, never TRL's defaults.
     ``fp16``/``bf16`` come from :func:`helpers.hardware.mixed_precision_flags`, the source of the
-    model's dtype too. Checkpoints every ``profile.save_steps`` steps (none when 0).
+    model's dtype too. Checkpoints every ``profile.save_steps`` steps (none when 0). Rollouts: an
+    Unsloth profile's own vLLM engine (``fast_inference``), TRL's vLLM server mode when
+    ``profile.vllm_server_url`` is set, else HF ``generate``. Processes other than the main one
+    log errors only (``log_level_replica``).
 
     Raises:
         ValueError: the profile's precision does not fit this GPU (:func:`helpers.hardware.precision`).
@@ -61,6 +69,10 @@ def build_grpo_config(profile: Profile, output_dir: str | Path, report_to: str =
     from .hardware import mixed_precision_flags
 
     cuda = torch.cuda.is_available()
+    if profile.vllm_server_url:  # `trl vllm-serve` on its own GPU; the main process sends it the weights
+        rollouts = dict(use_vllm=True, vllm_mode="server", vllm_server_base_url=profile.vllm_server_url)
+    else:
+        rollouts = dict(use_vllm=profile.fast_inference)
     settings = dict(
         output_dir=str(output_dir),
         learning_rate=profile.learning_rate,
@@ -87,8 +99,10 @@ def build_grpo_config(profile: Profile, output_dir: str | Path, report_to: str =
         gradient_checkpointing=profile.gradient_checkpointing is True,
         **mixed_precision_flags(profile),
         use_cpu=not cuda,
-        use_vllm=profile.fast_inference,
+        **rollouts,
         logging_steps=1,
+        log_level_replica="error",
+        ddp_find_unused_parameters=False,  # several processes: every LoRA weight gets a gradient each step
         save_strategy="steps" if profile.save_steps > 0 else "no",
         save_steps=max(profile.save_steps, 1),
         save_total_limit=profile.save_total_limit,
@@ -106,7 +120,8 @@ class MetricsCSV(TrainerCallback):
     Columns are the union of all logged keys (TRL adds ``rewards/<func>/mean`` per reward
     function); the file is rewritten at each log so it is always complete and readable. A run
     resumed from a checkpoint at step N keeps the file's rows up to step N and continues after
-    them; a fresh run starts an empty file.
+    them; a fresh run starts an empty file. Only the main process (rank 0) writes it: TRL and
+    transformers log values already gathered over all processes.
     """
 
     def __init__(self, path: Path):
@@ -128,7 +143,7 @@ class MetricsCSV(TrainerCallback):
         self._last_step_s = time.perf_counter() - self._step_start
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if not logs or "loss" not in logs:  # skip the end-of-training summary log
+        if not logs or "loss" not in logs or not state.is_world_process_zero:  # end summary, or rank > 0
             return
         self.rows.append({"step": state.global_step, **logs, "step_time_s": self._last_step_s})
         columns = list(dict.fromkeys(key for row in self.rows for key in row))
@@ -179,7 +194,8 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
         config_overrides: any other ``GRPOConfig`` field.
 
     Returns:
-        :class:`TrainingRun` with the paths written.
+        :class:`TrainingRun` with the paths written. Under ``accelerate launch`` every process
+        trains and returns it; only the main process writes the files.
     """
     from trl import GRPOTrainer
 
@@ -218,11 +234,16 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
     seconds_per_step = (time.perf_counter() - started) / max(steps_now, 1)
 
     adapter_dir = output_dir / ADAPTER_DIR
-    model.save_pretrained(adapter_dir)  # LoRA weights only (PEFT / Unsloth)
-    tokenizer.save_pretrained(adapter_dir)
+    # LoRA weights and tokenizer, written by the main process only (whole weights gathered under ZeRO-3);
+    # called on every process, as DeepSpeed's gather needs all of them.
+    trainer.save_model(str(adapter_dir))
     curves_png = output_dir / CURVES_FILE
-    plot_training_curves(metrics.path, save_to=curves_png, show=False)
-    return TrainingRun(output_dir, metrics.path, adapter_dir, curves_png, seconds_per_step, trainer)
+    if trainer.is_world_process_zero():
+        plot_training_curves(metrics.path, save_to=curves_png, show=False)
+    args = trainer.args
+    processes = trainer.accelerator.num_processes
+    return TrainingRun(output_dir, metrics.path, adapter_dir, curves_png, seconds_per_step, trainer, processes,
+                       args.per_device_train_batch_size * processes * args.gradient_accumulation_steps)
 
 
 def last_checkpoint(output_dir) -> Path | None:

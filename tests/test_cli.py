@@ -12,7 +12,9 @@ SUMMARY = {"stages": {s: {"n": 4, "correct": 0, "format_rate_strict": 0.5, "form
                           "placeholder_rate": 0.0, "mean_tokens": 30.0} for s in ("base", "cold_start", "grpo")},
            "mcnemar_start_vs_grpo": {k: {"p_value": 1.0, "lora_only": 0, "base_only": 0}
                                      for k in ("format_valid", "correct")},
-           "timings_s": {"grpo_per_step_s": 12.5, "total_s": 600.0}}
+           "timings_s": {"grpo_per_step_s": 12.5, "total_s": 600.0},
+           "distributed": {"processes": 1, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1,
+                           "num_generations": 8, "global_batch": 8}}
 
 
 @pytest.fixture
@@ -42,6 +44,8 @@ def test_train_command_runs_the_pipeline_with_the_chosen_settings(fake_pipeline,
     assert call["command"] == f"python -m helpers train --profile cpu --max-steps 2 --rewards layout --output-dir {tmp_path}"
     out = capsys.readouterr().out
     assert "GRPO: 2 steps, 12.5 s per step; total 10.0 min" in out
+    assert "GRPO ran on 1 process; global batch 8 completions = 8 per process x 1 process x 1 accumulation step " \
+           "(1 prompt x 8 completions)" in out
     assert "valid format: real reasoning + number" in out and str(tmp_path / "summary.json") in out
 
 
@@ -60,6 +64,20 @@ def test_cold_start_size_and_reuse_reach_the_pipeline(fake_pipeline, tmp_path):
     main(["train", "--profile", "cpu", "--cold-start-examples", "0", "--output-dir", str(tmp_path)])
     assert [c["profile"].cold_start_examples for c in fake_pipeline] == [96, 0]
     assert [c["cold_start"] for c in fake_pipeline] == [tmp_path, None]
+
+
+def test_vllm_server_reaches_the_profile_and_a_skipped_evaluation_is_said(fake_pipeline, monkeypatch, capsys,
+                                                                          tmp_path):
+    main(["train", "--profile", "cuda", "--vllm-server", "http://localhost:8000", "--output-dir", str(tmp_path)])
+    assert fake_pipeline[0]["profile"].vllm_server_url == "http://localhost:8000"
+    skipped = {**SUMMARY, "stages": {}, "mcnemar_start_vs_grpo": {}, "evaluation": {"skipped": "ZeRO-3 shards"},
+               "distributed": {**SUMMARY["distributed"], "processes": 4, "global_batch": 32}}
+    monkeypatch.setitem(globals(), "SUMMARY", skipped)  # what the fake pipeline returns
+    capsys.readouterr()
+    main(["train", "--profile", "cuda", "--output-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "Evaluation skipped: ZeRO-3 shards" in out and "accuracy" not in out
+    assert "GRPO ran on 4 processes; global batch 32 completions = 8 per process x 4 processes" in out
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -119,7 +119,10 @@ def test_a_16_bit_transformers_model_goes_to_the_gpu_and_the_cpu_run_stays(monke
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.nn.Module, "to", lambda self, *args, **kwargs: moved.append(args) or self)
     model, _ = load_model(PROFILES["cuda"], tiny_model_dir, lora=False)
-    assert model.dtype == torch.bfloat16 and moved == [("cuda",)]
+    assert model.dtype == torch.bfloat16 and moved == [("cuda:0",)]
+    monkeypatch.setenv("LOCAL_RANK", "1")  # the second process of `accelerate launch` on one machine
+    load_model(PROFILES["cuda"], tiny_model_dir, lora=False)
+    assert moved[1:] == [("cuda:1",)]
     moved.clear()
     model, _ = load_model(PROFILES["cpu"], tiny_model_dir, lora=False)
     assert model.dtype == torch.float32 and moved == []
