@@ -282,6 +282,46 @@ LAYOUT_REWARD_FUNCS = [layout_xmlcount_reward_func, layout_soft_format_reward_fu
 REWARD_SETS = {"checked": REWARD_FUNCS, "layout": LAYOUT_REWARD_FUNCS}
 
 
+def short_name(func) -> str:
+    """``seed_strict_format_reward_func`` -> ``strict``: the column name in :func:`reward_table`."""
+    name = getattr(func, "__name__", str(func))
+    for prefix in ("seed_", "layout_"):
+        name = name.removeprefix(prefix)
+    return name.removesuffix("_reward_func").removesuffix("_format")
+
+
+def reward_table(funcs, completions, answer, *, prompts=None, index=None):
+    """Each reward function's reward for each completion, and their sum, as GRPO sees them (TRL
+    adds the reward functions with weight 1 before computing the group advantages).
+
+    Args:
+        funcs: reward functions with TRL's signature (:data:`REWARD_FUNCS`, the seeds', your own).
+        completions: ``N`` completions, strings or TRL's conversational format.
+        answer: ``N`` gold labels, or one label for all.
+        prompts: ``N`` prompts (conversational) or None; the content checks compare against them.
+        index: ``N`` row labels (default ``0..N-1``).
+
+    Returns:
+        A pandas ``DataFrame`` of shape ``(N, len(funcs) + 1)``: one column per function
+        (:func:`short_name`) and ``total``.
+
+    Raises:
+        ValueError: ``answer``, ``prompts`` or ``index`` do not have ``N`` entries.
+    """
+    import pandas as pd
+
+    completions = [[{"role": "assistant", "content": c}] if isinstance(c, str) else c for c in completions]
+    n = len(completions)
+    answer = [answer] * n if isinstance(answer, str) else list(answer)
+    for name, values in (("answer", answer), ("prompts", prompts), ("index", index)):
+        if values is not None and len(values) != n:
+            raise ValueError(f"{name} has {len(values)} entries for {n} completions")
+    table = pd.DataFrame({short_name(f): f(prompts=prompts, completions=completions, answer=answer) for f in funcs},
+                         index=index)
+    table["total"] = table.sum(axis=1)
+    return table
+
+
 # ------------------------------------------------------------------------------------------
 # The seeds' originals, verbatim except for a removed debug print. For teaching only.
 # Source: willccbb's grpo_demo.py gist, reused in Unsloth's Qwen2.5 (3B) GRPO notebook.

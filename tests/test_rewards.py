@@ -193,3 +193,14 @@ def test_reward_sets_differ_only_in_the_three_format_rewards():
 def test_kind_sentence_answer_block_rewards(answer, gold, correct, integer):
     got = score(formatted(answer), gold)
     assert (got["correct"], got["int"]) == (correct, integer)
+
+
+def test_reward_table_sums_each_function_per_completion():
+    gold = "<reasoning>\n3 * 6 = 18\n</reasoning>\n<answer>\n18\n</answer>\n"
+    table = R.reward_table(R.REWARD_FUNCS, [gold, "<answer>\n18\n</answer>"], "18", index=["gold", "bare"])
+    assert list(table.columns) == ["xmlcount", "soft", "strict", "int", "correctness", "total"]
+    assert table.loc["gold", "total"] == 4.0
+    assert table.loc["bare", "correctness"] == 2.0 and table.loc["bare", "strict"] == 0.0
+    assert list(R.reward_table(R.SEED_REWARD_FUNCS, [gold], ["18"]).columns)[:3] == ["xmlcount", "soft", "strict"]
+    with pytest.raises(ValueError, match="answer has 1 entries for 2 completions"):
+        R.reward_table(R.REWARD_FUNCS, [gold, gold], ["18"])
