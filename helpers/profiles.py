@@ -201,34 +201,17 @@ BF16 = T4.replace(
     precision="bf16",
 )
 
-CUDA = Profile(
+CUDA = T4.replace(  # the T4's GRPO recipe (sizes, lr, schedule, checkpoints) without Unsloth or vLLM
     name="cuda",
     description="any CUDA GPU: Qwen2.5-0.5B-Instruct, TRL GRPOTrainer + PEFT, no Unsloth or vLLM",
     model_id=QWEN_05B,
     backend="transformers",
     load_in_4bit=False,
     fast_inference=False,
-    max_seq_length=1024,
     precision="auto",
     lora_rank=16,
-    lora_alpha=64,
-    lora_target_modules=ALL_LINEAR,
     gradient_checkpointing=False,  # 0.5 B parameters and 3,648 tokens a step: activations fit
-    num_generations=8,
-    per_device_train_batch_size=8,
-    gradient_accumulation_steps=1,
-    max_prompt_length=256,
-    max_completion_length=200,
-    temperature=1.0,
-    top_p=1.0,
-    max_steps=250,
-    learning_rate=5e-6,
     optim="adamw_torch",  # no bitsandbytes needed
-    max_grad_norm=0.1,
-    weight_decay=0.1,
-    warmup_ratio=0.1,
-    lr_scheduler_type="cosine",
-    save_steps=25,
 )
 
 PROFILES = {p.name: p for p in (T4, BF16, CUDA, CPU)}
