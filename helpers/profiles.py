@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 QWEN_3B = "unsloth/Qwen2.5-3B-Instruct"
 QWEN_7B = "unsloth/Qwen2.5-7B-Instruct"
@@ -109,7 +109,6 @@ class Profile:
     # Evaluation at the end of a run: first N GSM8K test questions, greedy (None: all of them).
     eval_questions: int | None = None
     seed: int = 3407
-    extra: dict = field(default_factory=dict)
 
     def replace(self, **overrides) -> "Profile":
         """A copy with some settings changed; unknown names raise ``TypeError``."""
