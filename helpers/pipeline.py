@@ -127,7 +127,8 @@ def run_pipeline(profile: Profile, output_dir=None, *, reward_set: str = "checke
         timings["evaluation_s"] = time.perf_counter() - t0
     timings["total_s"] = time.perf_counter() - started
     summary = build_summary(profile, results, timings, reward_set=reward_set, dataset=dataset,
-                            cold_start=cold, command=command, training=run, skipped=skipped)
+                            cold_start=cold, reused_cold_start=cold_start_dir if cold is None else None,
+                            command=command, training=run, skipped=skipped)
     summary_json = output_dir / SUMMARY_FILE
     summary_json.write_text(json.dumps(summary, indent=2) + "\n")
     records_jsonl = output_dir / RECORDS_FILE
@@ -186,8 +187,11 @@ def paired_tests(first, last) -> dict:
 
 
 def build_summary(profile: Profile, results: dict, timings: dict, *, reward_set: str, dataset: str | None,
-                  cold_start=None, command: str | None = None, training=None, skipped: str | None = None) -> dict:
+                  cold_start=None, reused_cold_start=None, command: str | None = None, training=None,
+                  skipped: str | None = None) -> dict:
     """The content of ``summary.json``: provenance (command, commit, date, machine), the profile,
+    the cold start (``cold_start``, trained in this run, or the folder ``reused_cold_start``, assumed
+    trained on the profile's ``cold_start_examples`` first train rows, as GRPO's prompts skip them),
     the processes and global batch of GRPO (``training``, a :class:`helpers.training.TrainingRun`),
     timings (seconds), each stage's :func:`helpers.comparison.extended_summary` and
     :func:`paired_tests` between the starting point and GRPO. Without ``results`` (evaluation
@@ -205,7 +209,9 @@ def build_summary(profile: Profile, results: dict, timings: dict, *, reward_set:
         "machine": f"{platform.machine()}, {_cpu_count()} CPU cores, python {platform.python_version()}",
         "profile": asdict(profile),
         "reward_set": reward_set,
-        "cold_start_examples": cold_start.examples if cold_start else 0,
+        "cold_start_examples": (cold_start.examples if cold_start else
+                                profile.cold_start_examples if reused_cold_start else 0),
+        "cold_start_reused": str(reused_cold_start) if reused_cold_start else None,
         "distributed": {"processes": processes,
                         "per_device_train_batch_size": profile.per_device_train_batch_size,
                         "gradient_accumulation_steps": profile.gradient_accumulation_steps,

@@ -107,3 +107,14 @@ def test_reference_copy_keeps_outcomes_but_no_gsm8k_text(smoke_run, tmp_path):
     assert all(r["question"][:30] not in text for r in records)
     with pytest.raises(FileNotFoundError, match="finished run"):
         save_reference(tmp_path / "nothing", tmp_path / "ref2")
+
+
+def test_a_reused_cold_start_is_recorded_with_its_examples():
+    # Bug: a run with --cold-start DIR recorded cold_start_examples 0, as if it had none.
+    from helpers.pipeline import build_summary
+
+    profile = PROFILES["cpu"].replace(cold_start_examples=96)
+    summary = build_summary(profile, {}, {}, reward_set="layout", dataset=None, reused_cold_start="outputs/a/cold_start")
+    assert summary["cold_start_examples"] == 96 and summary["cold_start_reused"] == "outputs/a/cold_start"
+    fresh = build_summary(profile.replace(cold_start_examples=0), {}, {}, reward_set="checked", dataset=None)
+    assert fresh["cold_start_examples"] == 0 and fresh["cold_start_reused"] is None
