@@ -122,3 +122,96 @@ def plot_stages(stages: dict[str, dict], title: str = "", show: bool = True):
     else:
         plt.close(fig)
     return fig
+
+
+def _finish(fig, show: bool):
+    import matplotlib.pyplot as plt
+
+    if show:
+        plt.show()
+    else:
+        plt.close(fig)
+    return fig
+
+
+def plot_group_baseline(rewards, advantages, labels, show: bool = True):
+    """Left: each completion's reward, the group mean (GRPO's baseline) and mean ± std. Right: the
+    advantages ``(r - mean) / std`` (DeepSeekMath §4.1.2). ``rewards``, ``advantages``: ``(G,)``;
+    ``labels``: ``G`` names. Returns the ``Figure``. Raises ``ValueError`` on a length mismatch."""
+    import matplotlib.pyplot as plt
+
+    rewards, advantages = [float(r) for r in rewards], [float(a) for a in advantages]
+    if not len(rewards) == len(advantages) == len(labels):
+        raise ValueError(f"{len(rewards)} rewards, {len(advantages)} advantages, {len(labels)} labels")
+    g = len(rewards)
+    mean = sum(rewards) / g
+    std = (sum((r - mean) ** 2 for r in rewards) / max(g - 1, 1)) ** 0.5
+    names = [f"o{i}\n{label}" for i, label in enumerate(labels)]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.4), constrained_layout=True)
+    ax1.bar(names, rewards, color="tab:blue")
+    ax1.axhspan(mean - std, mean + std, color="grey", alpha=0.15, label="mean ± std")
+    ax1.axhline(mean, color="k", ls="--", label=f"group mean {mean:.2f} (the baseline)")
+    ax1.set(title="rewards r_i", ylabel="reward")
+    ax1.legend(fontsize=8)
+    colors = ["tab:green" if a > 0 else "tab:red" for a in advantages]
+    bars = ax2.bar(names, advantages, color=colors)
+    ax2.bar_label(bars, fmt="%+.2f", fontsize=8)
+    ax2.axhline(0, color="k", lw=0.8)
+    ax2.set(title="advantages Â_i = (r_i − mean) / std", ylabel="advantage")
+    for ax in (ax1, ax2):
+        ax.tick_params(axis="x", labelsize=8)
+    return _finish(fig, show)
+
+
+def plot_token_grid(values, mask, labels, title: str, marks=None, center: float | None = None,
+                    cbar_label: str = "", show: bool = True):
+    """A ``(G, C)`` per-token quantity as a heat map: one row per completion, one column per token
+    position; padding (``mask == 0``) is blank. ``marks``: optional ``(G, C)`` bool, drawn as x
+    (e.g. clipped tokens). ``center``: a value to put at the middle of a diverging colour map.
+    Returns the ``Figure``. Raises ``ValueError`` on a shape mismatch."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import TwoSlopeNorm
+
+    values = np.asarray(values, dtype=float)
+    mask = np.asarray(mask).astype(bool)
+    if values.shape != mask.shape or values.shape[0] != len(labels):
+        raise ValueError(f"values {values.shape}, mask {mask.shape}, {len(labels)} labels")
+    shown = np.where(mask, values, np.nan)
+    norm, cmap = None, "viridis"
+    if center is not None:
+        span = max(float(np.nanmax(np.abs(shown - center))), 1e-12)
+        norm, cmap = TwoSlopeNorm(center, center - span, center + span), "RdBu_r"
+    fig, ax = plt.subplots(figsize=(11, 0.5 * len(labels) + 1.4), constrained_layout=True)
+    image = ax.imshow(shown, aspect="auto", cmap=cmap, norm=norm, interpolation="nearest")
+    if marks is not None:
+        rows, cols = np.nonzero(np.asarray(marks).astype(bool) & mask)
+        ax.scatter(cols, rows, marker="x", s=14, color="k", linewidths=0.8)
+    ax.set_yticks(range(len(labels)), [f"o{i} {label}" for i, label in enumerate(labels)])
+    ax.set(title=title, xlabel="token position t")
+    fig.colorbar(image, ax=ax, label=cbar_label, pad=0.01)
+    return _finish(fig, show)
+
+
+PIPELINE_STEPS = ("prompt q", "π_old samples\nG completions", "reward functions\nr_1 … r_G",
+                  "advantages Â_i:\n(r_i − mean) / std", "loss: ratio ρ, clip,\n− β·KL to π_ref",
+                  "update π_θ\n(optimizer step)")
+
+
+def plot_grpo_pipeline(show: bool = True):
+    """One GRPO step as a row of boxes, prompt to update (:data:`PIPELINE_STEPS`). Returns the
+    ``Figure``."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(12, 1.6), constrained_layout=True)
+    n = len(PIPELINE_STEPS)
+    gap = 1.4  # box centres, in axis units
+    for i, step in enumerate(PIPELINE_STEPS):
+        ax.text(i * gap, 0, step, ha="center", va="center", fontsize=9,
+                bbox=dict(boxstyle="round,pad=0.5", facecolor="tab:blue" if i in (1, 5) else "white",
+                          alpha=0.25 if i in (1, 5) else 1.0, edgecolor="k"))
+        if i < n - 1:
+            ax.annotate("", xy=(i * gap + 0.9, 0), xytext=(i * gap + 0.5, 0), arrowprops=dict(arrowstyle="->"))
+    ax.set(xlim=(-0.6, (n - 1) * gap + 0.6), ylim=(-0.6, 0.6))
+    ax.axis("off")
+    return _finish(fig, show)
