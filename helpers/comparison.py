@@ -199,6 +199,19 @@ class Comparison:
                               "LoRA completion": self.lora.records[i]["completion"]}
                              for i in indices], index=list(indices))
 
+    def show_flips(self, indices: Sequence[int], title: str, limit: int | None = None) -> None:
+        """Print the first ``limit`` (default all) of ``indices``: question, gold, both answers and
+        both completions (:meth:`flips`), under a title with the count of ``indices``."""
+        def answer(value):  # no answer extracted: None, which pandas turns into NaN
+            return "(none)" if value is None or value != value else value
+
+        print(f"=== {title}: {len(indices)} question(s) ===")
+        for i, row in self.flips(list(indices)[:limit]).iterrows():
+            print(f"\n[{i}] {row['question']}\ngold: {row['gold']}   base: {answer(row['base answer'])}   "
+                  f"LoRA: {answer(row['LoRA answer'])}")
+            print(f"--- base ---\n{row['base completion'].strip()}\n--- base + LoRA ---\n{row['LoRA completion'].strip()}")
+        print()
+
 
 def extended_summary(result: EvalResult) -> dict:
     """:func:`helpers.evaluation.summarize` plus ``correct`` and ``reasoning_rate``."""

@@ -132,6 +132,16 @@ def test_compare_pairs_questions_and_finds_flips():
     assert list(flips["LoRA answer"]) == ["5"] and list(flips["gold"]) == ["5"]
 
 
+def test_show_flips_prints_the_count_and_at_most_limit_questions(capsys):
+    c = compare(*_results())
+    c.show_flips([1, 3], "changed", limit=1)
+    out = capsys.readouterr().out
+    assert out.startswith("=== changed: 2 question(s) ===")
+    assert "[1] q1\ngold: 5   base: (none)   LoRA: 5" in out  # no answer extracted: not "nan"
+    assert "[1] q1" in out and "[3] q3" not in out and "--- base ---\nthe answer is 5" in out
+    assert GOOD.replace("18", "5").strip() in out
+
+
 def test_comparison_table_shows_ci_pvalue_and_changes():
     c = compare(*_results())
     table = c.table()
