@@ -117,11 +117,7 @@ def plot_stages(stages: dict[str, dict], title: str = "", show: bool = True):
     ax.set(ylabel="% of questions", ylim=(0, 105),
            title=title or f"Each stage on the same {', '.join(map(str, n))} test questions (greedy)")
     ax.legend()
-    if show:
-        plt.show()
-    else:
-        plt.close(fig)
-    return fig
+    return _finish(fig, show)
 
 
 def _finish(fig, show: bool):
