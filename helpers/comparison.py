@@ -197,18 +197,16 @@ class Comparison:
                               "LoRA answer": self.lora.records[i]["extracted"],
                               "base completion": self.base.records[i]["completion"],
                               "LoRA completion": self.lora.records[i]["completion"]}
-                             for i in indices], index=list(indices))
+                             for i in indices], index=list(indices), dtype=object)  # no answer stays None, not NaN
 
     def show_flips(self, indices: Sequence[int], title: str, limit: int | None = None) -> None:
         """Print the first ``limit`` (default all) of ``indices``: question, gold, both answers and
         both completions (:meth:`flips`), under a title with the count of ``indices``."""
-        def answer(value):  # no answer extracted: None, which pandas turns into NaN
-            return "(none)" if value is None or value != value else value
-
         print(f"=== {title}: {len(indices)} question(s) ===")
-        for i, row in self.flips(list(indices)[:limit]).iterrows():
-            print(f"\n[{i}] {row['question']}\ngold: {row['gold']}   base: {answer(row['base answer'])}   "
-                  f"LoRA: {answer(row['LoRA answer'])}")
+        flips = self.flips(list(indices)[:limit])
+        for i, row in zip(flips.index, flips.to_dict("records")):  # iterrows would turn None into NaN
+            base, lora = (row[k] if row[k] is not None else "(none)" for k in ("base answer", "LoRA answer"))
+            print(f"\n[{i}] {row['question']}\ngold: {row['gold']}   base: {base}   LoRA: {lora}")
             print(f"--- base ---\n{row['base completion'].strip()}\n--- base + LoRA ---\n{row['LoRA completion'].strip()}")
         print()
 

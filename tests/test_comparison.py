@@ -130,6 +130,7 @@ def test_compare_pairs_questions_and_finds_flips():
     assert c.summaries["lora"]["format_rate_strict"] == 0.5
     flips = c.flips(c.wrong_to_right)
     assert list(flips["LoRA answer"]) == ["5"] and list(flips["gold"]) == ["5"]
+    assert c.flips([1])["base answer"].tolist() == [None]   # nothing extracted: None, not NaN
 
 
 def test_show_flips_prints_the_count_and_at_most_limit_questions(capsys):
