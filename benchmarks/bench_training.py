@@ -1,50 +1,126 @@
-"""Cost of our wrappers: ``helpers.training.train`` vs a plain TRL ``GRPOTrainer`` script, and
-``helpers.cold_start.train_cold_start`` vs a plain ``SFTTrainer`` script, same sizes, one run.
+"""A GRPO step of ``helpers.training.train`` (``CourseGRPOTrainer``) vs a plain TRL ``GRPOTrainer`` script
+at the same sizes, with where each step's time goes; and ``train_cold_start`` vs a plain ``SFTTrainer``.
 
-Both sides of each pair load the same SmolLM2-135M-Instruct weights with the same LoRA, prompts,
-config and seed, and are timed whole (model load included); ours adds the metrics CSV, the curves
-PNG, the adapter save (GRPO) and the merge + save (cold start). Prints seconds and the ratio
-ours / plain (target <= 1.15). The plain side of each pair runs first.
+GRPO: both sides start from the same policy (a merged cold start, ``--model``, else SmolLM2-135M-Instruct:
+a cold start ends its completions at different lengths, as a real run does), with the same LoRA,
+prompts (course-written one-operation problems), config and seed. Each step is timed by a callback
+(step begin to end: rollouts, rewards, reference log-probs, loss, backward, optimizer), and the step's
+time is split by timers around the generation call, the no-gradient log-prob passes (reference, old
+policy) and the backward pass; the loss forward is the rest. The sides sample different completions
+(different random draws from the same policy), so their lengths differ a little: the table shows them.
+Prints the median step of steps 2..N (step 1 warms up) and the ratio plain / ours (target >= 1.5).
 
-    GSM8K_DIR=/path/to/gsm8k python benchmarks/bench_training.py [--steps 4] [--sft-examples 32]
+    GSM8K_DIR=/path/to/gsm8k python benchmarks/bench_training.py [--steps 6] [--prompts 4] [--model DIR]
 """
 
 import argparse
 import os
+import statistics
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 DEFAULT_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "gsm8k"
 os.environ.setdefault("GSM8K_DIR", str(DEFAULT_DIR))
 
+import torch  # noqa: E402
+from transformers import TrainerCallback  # noqa: E402
+
+from helpers import rollouts  # noqa: E402
 from helpers.cold_start import build_sft_config, build_sft_dataset, train_cold_start  # noqa: E402
-from helpers.data import load_gsm8k  # noqa: E402
 from helpers.models import load_model  # noqa: E402
+from helpers.problems import make_problems, problems_dataset  # noqa: E402
 from helpers.profiles import PROFILES  # noqa: E402
 from helpers.rewards import REWARD_FUNCS  # noqa: E402
 from helpers.training import build_grpo_config, train  # noqa: E402
 
-
-def timed(func, *args) -> float:
-    start = time.perf_counter()
-    func(*args)
-    return time.perf_counter() - start
+PARTS = ("generation", "log-probs, no grad", "backward")
 
 
-def plain_grpo(profile, dataset, out) -> None:
+class StepTimes(TrainerCallback):
+    """Wall time of each optimizer step, and each step's completion lengths."""
+
+    def __init__(self):
+        self.seconds, self.lengths, self._start = [], [], None
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self._start = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.seconds.append(time.perf_counter() - self._start)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "completions/mean_length" in logs:
+            self.lengths.append((logs["completions/mean_length"], logs["completions/max_length"]))
+
+
+@contextmanager
+def part_timers(parts: dict):
+    """Add each step's generation, no-grad log-prob and backward seconds to ``parts`` (lists per step)."""
+    import accelerate
+    import trl.trainer.grpo_trainer as grpo
+
+    originals = (grpo.GRPOTrainer._get_per_token_logps_and_entropies, rollouts.shared_prompt_logps,
+                 rollouts.sample, accelerate.Accelerator.backward, grpo.GRPOTrainer.training_step)
+    current = {}
+
+    def timed(fn, key, when=lambda: True):
+        def wrapper(*args, **kwargs):
+            start = time.perf_counter()
+            out = fn(*args, **kwargs)
+            if when():
+                current[key] = current.get(key, 0.0) + time.perf_counter() - start
+            return out
+        return wrapper
+
+    no_grad = lambda: not torch.is_grad_enabled()  # noqa: E731
+    grpo.GRPOTrainer._get_per_token_logps_and_entropies = timed(originals[0], PARTS[1], no_grad)
+    rollouts.shared_prompt_logps = timed(originals[1], PARTS[1], no_grad)
+    rollouts.sample = timed(originals[2], PARTS[0])
+    accelerate.Accelerator.backward = timed(originals[3], PARTS[2])
+
+    def step(self, *args, **kwargs):
+        current.clear()
+        out = originals[4](self, *args, **kwargs)
+        for key in PARTS:
+            parts.setdefault(key, []).append(current.get(key, 0.0))
+        return out
+
+    grpo.GRPOTrainer.training_step = step
+    try:
+        yield
+    finally:
+        (grpo.GRPOTrainer._get_per_token_logps_and_entropies, rollouts.shared_prompt_logps, rollouts.sample,
+         accelerate.Accelerator.backward, grpo.GRPOTrainer.training_step) = originals
+
+
+def plain_grpo(profile, dataset, out, model_path, times, parts) -> None:
     """What a learner would write with TRL alone: load, build the trainer, train."""
     from trl import GRPOTrainer
 
-    model, tokenizer = load_model(profile)
-    GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=REWARD_FUNCS,
-                args=build_grpo_config(profile, out), train_dataset=dataset).train()
+    model, tokenizer = load_model(profile, model_path)
+    generate = model.generate
+
+    def timed_generate(*args, **kwargs):  # HF generate: the plain side's rollouts
+        start = time.perf_counter()
+        out = generate(*args, **kwargs)
+        parts.setdefault("_hf_generate", []).append(time.perf_counter() - start)
+        return out
+
+    model.generate = timed_generate
+    trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=REWARD_FUNCS,
+                          args=build_grpo_config(profile, out), train_dataset=dataset, callbacks=[times])
+    with part_timers(parts):
+        trainer.train()
+    parts[PARTS[0]] = parts.pop("_hf_generate")
 
 
-def ours_grpo(profile, dataset, out) -> None:
-    """``helpers.training.train``: the same run plus metrics CSV, curves and adapter save."""
-    train(profile, dataset=dataset, output_dir=out)
+def ours_grpo(profile, dataset, out, model_path, times, parts) -> None:
+    """``helpers.training.train``: CourseGRPOTrainer plus metrics CSV, curves and adapter save."""
+    with part_timers(parts):
+        train(profile, dataset=dataset, output_dir=out, model_path=model_path, callbacks=[times], resume=False)
 
 
 def plain_sft(profile, dataset, out) -> None:
@@ -62,26 +138,47 @@ def ours_sft(profile, dataset, out) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=4, help="GRPO steps (default 4)")
-    parser.add_argument("--sft-examples", type=int, default=32, help="cold-start examples (default 32)")
+    parser.add_argument("--steps", type=int, default=6, help="GRPO steps per side (default 6)")
+    parser.add_argument("--prompts", type=int, default=4, help="prompts per step (default 4)")
+    parser.add_argument("--model", help="starting policy (a merged cold start); default SmolLM2-135M-Instruct")
+    parser.add_argument("--sft-examples", type=int, default=32, help="cold-start examples (0: skip the SFT pair)")
     args = parser.parse_args()
-    profile = PROFILES["cpu"].replace(max_steps=args.steps, max_completion_length=64)
-    prompts = load_gsm8k("train").select(range(args.sft_examples, args.sft_examples + 64))
-    sft_rows = build_sft_dataset(args.sft_examples)
+    cpu = PROFILES["cpu"]
+    profile = cpu.replace(max_steps=args.steps, per_device_train_batch_size=args.prompts * cpu.num_generations,
+                          curriculum=(), heldout_problems=0)
+    prompts = problems_dataset(make_problems(args.steps * args.prompts, ops=1, seed=11))
+    results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        times = {
-            "grpo plain TRL": timed(plain_grpo, profile, prompts, tmp / "plain-grpo"),
-            "grpo ours": timed(ours_grpo, profile, prompts, tmp / "ours-grpo"),
-            "sft plain TRL": timed(plain_sft, profile, sft_rows, tmp / "plain-sft"),
-            "sft ours": timed(ours_sft, profile, sft_rows, tmp / "ours-sft"),
-        }
-    print(f"\nGRPO: {args.steps} steps of {profile.num_generations} x {profile.max_completion_length} tokens; "
-          f"cold start: {args.sft_examples} examples, batch {profile.cold_start_batch_size}")
-    for name, seconds in times.items():
-        print(f"  {name:15s} {seconds:7.1f} s")
-    for stage in ("grpo", "sft"):
-        print(f"  {stage}: ours / plain = {times[stage + ' ours'] / times[stage + ' plain TRL']:.3f}")
+        for name, run in (("plain TRL", plain_grpo), ("ours", ours_grpo)):
+            times, parts = StepTimes(), {}
+            side = profile.replace(fast_rollouts=name == "ours")
+            run(side, prompts, Path(tmp) / name.replace(" ", "-"), args.model, times, parts)
+            results[name] = (times, parts)
+        sft = {}
+        if args.sft_examples:
+            rows = build_sft_dataset(args.sft_examples)
+            for name, run in (("plain TRL", plain_sft), ("ours", ours_sft)):
+                start = time.perf_counter()
+                run(cpu, rows, Path(tmp) / f"sft-{name.replace(' ', '-')}")
+                sft[name] = time.perf_counter() - start
+    print(f"\nGRPO: {args.steps} steps of {args.prompts} prompts x {profile.num_generations} completions x "
+          f"{profile.max_completion_length} tokens, from {args.model or profile.model_id}; "
+          "median of steps 2..N, seconds")
+    print(f"  {'':10s} {'step':>6s} " + " ".join(f"{p:>19s}" for p in (*PARTS, "loss forward, rest"))
+          + "   mean / max completion length")
+    medians = {}
+    for name, (times, parts) in results.items():
+        step = statistics.median(times.seconds[1:])
+        split = [statistics.median(parts[p][1:]) for p in PARTS]
+        medians[name] = step
+        lengths = ", ".join(f"{m:.0f}/{x:.0f}" for m, x in times.lengths)
+        print(f"  {name:10s} {step:6.1f} " + " ".join(f"{v:19.1f}" for v in (*split, step - sum(split)))
+              + f"   {lengths}")
+    print(f"  step time, plain TRL / ours = {medians['plain TRL'] / medians['ours']:.2f}")
+    for name, seconds in sft.items():
+        print(f"  cold start {name:10s} {seconds:7.1f} s")
+    if sft:
+        print(f"  cold start, ours / plain = {sft['ours'] / sft['plain TRL']:.3f}")
 
 
 if __name__ == "__main__":

@@ -337,8 +337,10 @@ def generate(
 
     ``temperature=0`` means greedy decoding. On a model loaded with vLLM (Unsloth
     ``fast_inference``) this calls ``model.fast_generate`` with ``SamplingParams``, applying the
-    LoRA saved at ``lora_path`` if given (one request per folder, :func:`lora_request`); otherwise batched HF ``generate`` (left padding), where
-    ``lora_path`` must be None because the adapter already lives in the model.
+    LoRA saved at ``lora_path`` if given (one request per folder, :func:`lora_request`); otherwise batches
+    of :func:`helpers.rollouts.sample` (left padding; greedy output is ``generate``'s token for token,
+    sampling is HF's without top-k, as TRL's rollouts), where ``lora_path`` must be None because the
+    adapter already lives in the model.
 
     Raises:
         ValueError: ``lora_path`` given for a plain HF model.
@@ -361,19 +363,21 @@ def _generate_vllm(model, texts, max_new_tokens, temperature, top_p, seed, lora_
 
 
 def _generate_hf(model, tokenizer, texts, max_new_tokens, temperature, top_p, seed, batch_size):
+    """Batches of :func:`helpers.rollouts.sample`: HF's sampling (``softmax(logits / T)``, top-p; no
+    top-k, as TRL's rollouts), one prompt pass per repeated prompt, finished rows dropped."""
     import torch
+
+    from .rollouts import sample
 
     tokenizer.padding_side = "left"
     torch.manual_seed(seed)
-    sampling = dict(do_sample=True, temperature=temperature, top_p=top_p) if temperature > 0 else dict(do_sample=False)
     completions: list[str] = []
     model.eval()
     for start in range(0, len(texts), batch_size):
         batch = tokenizer(texts[start : start + batch_size], return_tensors="pt", padding=True,
                           add_special_tokens=False).to(model.device)
-        with torch.no_grad():
-            out = model.generate(**batch, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id,
-                                 eos_token_id=tokenizer.eos_token_id, **sampling)
-        new_tokens = out[:, batch["input_ids"].shape[1] :]
+        new_tokens = sample(model, batch["input_ids"], batch["attention_mask"], max_new_tokens=max_new_tokens,
+                            eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+                            temperature=temperature, top_p=top_p)
         completions += tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
     return completions

@@ -1,0 +1,262 @@
+"""helpers.rollouts: the cheaper rollouts and log-probs sample and learn from the same policy.
+
+A tiny random Llama in float64 (SmolLM2's tokenizer) with a LoRA whose B is not zero, so that the
+adapter changes the outputs. Float64 makes "equal" mean rounding: log-probs agree to 1e-10 (we see
+2e-15). Gradients agree to 1e-5 in relative norm per tensor (we see up to 4e-7): transformers' LlamaRMSNorm computes in
+float32 even in a float64 model, and summing the G rows' gradients before or after the shared prompt
+pass rounds differently there. A wrong position, mask, merge or prompt moves log-probs by more than 1e-2.
+"""
+
+import pytest
+import torch
+
+from helpers import rollouts
+
+trl = pytest.importorskip("trl")
+G = 3
+
+
+@pytest.fixture(scope="module")
+def policy(tiny_model_dir):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    tokenizer.padding_side = "left"
+    torch.manual_seed(1)
+    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float64)
+    model = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "up_proj"],
+                                            lora_dropout=0.0, task_type="CAUSAL_LM")).double()  # LoRA too
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.3)  # a trained-looking adapter: the LoRA matters
+    return model.eval(), tokenizer
+
+
+def batch(tokenizer, prompts, repeat=1):
+    texts = [p for p in prompts for _ in range(repeat)]
+    enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    return enc["input_ids"], enc["attention_mask"]
+
+
+PROMPTS = ["What is 2 + 2?", "Name three prime numbers please.", "Hi"]  # three lengths: left padding
+
+
+def test_group_runs_finds_repeated_rows():
+    ids = torch.tensor([[1, 2], [1, 2], [3, 4], [1, 2], [1, 2], [1, 2]])
+    assert rollouts.group_runs(ids, torch.ones_like(ids)) == [(0, 2), (2, 3), (3, 6)]
+
+
+def test_greedy_sample_equals_generate_token_for_token(policy):
+    model, tokenizer = policy
+    ids, mask = batch(tokenizer, PROMPTS, repeat=2)
+    ours = rollouts.sample(model, ids, mask, max_new_tokens=12, eos_token_id=tokenizer.eos_token_id,
+                           pad_token_id=tokenizer.pad_token_id, temperature=0.0)
+    with torch.no_grad():
+        theirs = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=12, do_sample=False,
+                                eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    assert torch.equal(ours, theirs[:, ids.size(1):])
+
+
+def test_sampled_tokens_have_the_policys_log_probs(policy):
+    """What the sampler drew each token from is the PEFT policy's own distribution (teacher-forced,
+    temperature 0.7), for rows that end early and rows that run to the limit."""
+    model, tokenizer = policy
+    ids, mask = batch(tokenizer, PROMPTS, repeat=G)
+    gen = torch.Generator().manual_seed(0)
+    completion, logps = rollouts.sample(model, ids, mask, max_new_tokens=10, eos_token_id=tokenizer.eos_token_id,
+                                        pad_token_id=tokenizer.pad_token_id, temperature=0.7, generator=gen,
+                                        return_logps=True)
+    done = completion == tokenizer.eos_token_id
+    keep = (torch.cumsum(done.long(), 1) - done.long()) == 0  # up to and including the first EOS
+    full = torch.cat([ids, completion], 1)
+    full_mask = torch.cat([mask, keep.long()], 1)
+    with torch.no_grad():
+        logits = model(input_ids=full, attention_mask=full_mask,
+                       position_ids=rollouts._positions(full_mask)).logits[:, ids.size(1) - 1:-1] / 0.7
+    teacher = torch.log_softmax(logits, -1).gather(2, completion[..., None]).squeeze(2)
+    assert keep.sum() > completion.size(0)  # tokens were drawn
+    torch.testing.assert_close(logps[keep], teacher[keep], rtol=0, atol=1e-10)
+    assert torch.all(logps[~keep] == 0)
+
+
+def test_merged_policy_equals_the_lora_and_follows_it(policy):
+    model, tokenizer = policy
+    merged = rollouts.MergedPolicy(model)
+    ids, mask = batch(tokenizer, PROMPTS)
+    with torch.no_grad():
+        lora = model(input_ids=ids, attention_mask=mask).logits
+        torch.testing.assert_close(merged.sync()(input_ids=ids, attention_mask=mask).logits, lora,
+                                   rtol=0, atol=1e-10)
+        b = next(p for n, p in model.named_parameters() if "lora_B" in n)
+        b.add_(1.0)  # an optimizer step
+        moved = model(input_ids=ids, attention_mask=mask).logits
+        stale = merged.model(input_ids=ids, attention_mask=mask).logits
+        fresh = merged.sync()(input_ids=ids, attention_mask=mask).logits
+        b.sub_(1.0)
+    assert (stale - moved).abs().max() > 1e-3  # not synced yet: the old policy
+    torch.testing.assert_close(fresh, moved, rtol=0, atol=1e-10)
+
+
+def test_merged_policy_refuses_a_plain_model(tiny_model_dir):
+    from transformers import AutoModelForCausalLM
+
+    with pytest.raises(ValueError, match="plain LoRA"):
+        rollouts.MergedPolicy(AutoModelForCausalLM.from_pretrained(tiny_model_dir))
+
+
+class _TRL:  # what TRL's method reads from its trainer (its profiling decorator: args, accelerator)
+    temperature = 0.7
+    model_kwarg_keys = {"logits_to_keep"}
+
+    class args:  # noqa: N801
+        report_to = ()
+
+
+def _trl_logps(model, ids, mask, keep, entropy=True):
+    return trl.GRPOTrainer._get_per_token_logps_and_entropies(_TRL(), model, ids, mask, keep, compute_entropy=entropy)
+
+
+def _grpo_batch(model, tokenizer):
+    """Prompt + completion ids and TRL's mask, groups of G with completions of different lengths."""
+    ids, mask = batch(tokenizer, PROMPTS, repeat=G)
+    completion = rollouts.sample(model, ids, mask, max_new_tokens=30, eos_token_id=tokenizer.eos_token_id,
+                                 pad_token_id=tokenizer.pad_token_id, temperature=1.5,
+                                 generator=torch.Generator().manual_seed(3))
+    completion[1, 2] = tokenizer.eos_token_id  # one row of the first group ends early: its own bucket
+    done = completion == tokenizer.eos_token_id
+    keep = ((torch.cumsum(done.long(), 1) - done.long()) == 0).long()
+    return torch.cat([ids, completion], 1), torch.cat([mask, keep], 1), completion.size(1)
+
+
+def test_shared_prompt_logps_equal_trls_values_and_gradients(policy):
+    model, tokenizer = policy
+    ids, mask, keep = _grpo_batch(model, tokenizer)
+    completion_mask = mask[:, -keep:].double()
+    weights = torch.randn(ids.size(0), keep, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    results = []
+    for fn in (lambda: _trl_logps(model, ids, mask, keep),
+               lambda: rollouts.shared_prompt_logps(model, ids, mask, keep, 0.7, compute_entropy=True)):
+        model.zero_grad()
+        logps, entropies = fn()
+        ((logps * weights * completion_mask).sum()).backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
+        results.append((logps.detach() * completion_mask, entropies * completion_mask, grads))
+    (trl_logps, trl_ent, trl_grads), (ours, our_ent, our_grads) = results
+    torch.testing.assert_close(ours, trl_logps, rtol=0, atol=1e-10)
+    torch.testing.assert_close(our_ent, trl_ent, rtol=0, atol=1e-10)
+    assert completion_mask.sum(1).min() < keep  # some rows are shorter than the batch
+    lengths = completion_mask.sum(1).long().tolist()
+    assert len(rollouts.length_buckets(lengths[:G])) > 1  # a group split into buckets of its own
+    for name, grad in trl_grads.items():
+        assert grad.abs().max() > 0
+        assert (our_grads[name] - grad).norm() / grad.norm() < 1e-5, name
+
+
+def test_shared_prompt_logps_catch_a_wrong_prompt_share(policy):
+    """The check above can fail: sharing the *first* group's prompt with every row is visibly wrong."""
+    model, tokenizer = policy
+    ids, mask, keep = _grpo_batch(model, tokenizer)
+    wrong = ids.clone()
+    wrong[:, :-keep] = ids[0, :-keep]
+    with torch.no_grad():
+        right, _ = _trl_logps(model, ids, mask, keep, entropy=False)
+        bad, _ = rollouts.shared_prompt_logps(model, wrong, mask, keep, 0.7)
+    assert (bad - right).abs().max() > 1e-2
+
+
+@pytest.fixture(scope="module")
+def trainers(tiny_model_dir, tmp_path_factory):
+    """TRL's GRPOTrainer and the course's, on the same float64 policy with the same LoRA."""
+    from datasets import Dataset
+    from peft import LoraConfig
+    from trl import GRPOConfig, GRPOTrainer
+
+    from helpers.rollouts import CourseGRPOTrainer
+
+    out = tmp_path_factory.mktemp("trainers")
+    dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": p}]} for p in PROMPTS])
+    args = GRPOConfig(output_dir=str(out), use_cpu=True, report_to="none", seed=0, per_device_train_batch_size=G * 3,
+                      num_generations=G, max_completion_length=8, beta=0.04, num_iterations=2,
+                      model_init_kwargs={"dtype": "float64"}, temperature=0.9)
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], lora_dropout=0.0, task_type="CAUSAL_LM")
+    made = []
+    for cls in (GRPOTrainer, CourseGRPOTrainer):
+        torch.manual_seed(0)
+        trainer = cls(model=str(tiny_model_dir), reward_funcs=lambda completions, **kw: [len(c[0]["content"]) % 5 * 1.0
+                                                                                          for c in completions],
+                      args=args, train_dataset=dataset, peft_config=lora)
+        trainer.model.double()
+        with torch.no_grad():
+            for name, p in trainer.model.named_parameters():
+                if "lora_B" in name:
+                    p.copy_(0.3 * torch.randn(p.shape, generator=torch.Generator().manual_seed(len(name)),
+                                              dtype=p.dtype))
+        trainer.current_gradient_accumulation_steps = 1
+        made.append(trainer)
+    return made
+
+
+def test_course_trainer_batch_and_loss_equal_trls(trainers):
+    """One generated batch (the course trainer's own rollouts), scored by both trainers: the same old and
+    reference log-probs, then the same loss and gradients."""
+    plain, course = trainers
+    rows = [{"prompt": [{"role": "user", "content": p}]} for p in PROMPTS for _ in range(G)]
+    torch.manual_seed(5)
+    batch = course._generate_and_score_completions(rows)
+    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)
+    mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], 1)
+    width = batch["completion_ids"].size(1)
+    keep = batch["completion_mask"].bool()
+    with torch.no_grad():
+        old, _ = plain._get_per_token_logps_and_entropies(plain.model, ids, mask, width)
+        with plain.model.disable_adapter():
+            ref, _ = plain._get_per_token_logps_and_entropies(plain.model, ids, mask, width)
+    torch.testing.assert_close(batch["old_per_token_logps"][keep], old[keep], rtol=0, atol=1e-10)
+    torch.testing.assert_close(batch["ref_per_token_logps"][keep], ref[keep], rtol=0, atol=1e-10)
+    assert (old[keep] - ref[keep]).abs().max() > 1e-2  # the LoRA matters: reference != policy
+    inputs = dict(batch)
+    inputs["old_per_token_logps"] = old + 0.3 * torch.randn(old.shape, generator=torch.Generator().manual_seed(1),
+                                                            dtype=old.dtype)  # clipping binds somewhere
+    losses, grads = [], []
+    for trainer in (plain, course):
+        trainer.model.zero_grad()
+        loss = trainer._compute_loss(trainer.model, inputs)
+        loss.backward()
+        losses.append(loss.item())
+        grads.append(torch.cat([p.grad.flatten() for p in trainer.model.parameters() if p.grad is not None]))
+    assert losses[1] == pytest.approx(losses[0], rel=1e-9, abs=1e-12)
+    assert grads[0].norm() > 0 and (grads[1] - grads[0]).norm() / grads[0].norm() < 1e-5
+    for key in ("clip_ratio/region_mean", "kl", "entropy"):
+        assert course._metrics["train"][key][-1] == pytest.approx(plain._metrics["train"][key][-1], rel=1e-6)
+
+
+def test_course_trainer_samples_from_merged_weights(trainers):
+    """The rollouts come from the merged copy, synced to the LoRA the optimizer moved."""
+    _, course = trainers
+    policy = course.accelerator.unwrap_model(course.model)
+    called = []
+    original = course._merged.model.forward
+    course._merged.model.forward = lambda *a, **k: called.append(1) or original(*a, **k)
+    try:
+        with torch.no_grad():
+            b = next(p for n, p in policy.named_parameters() if "lora_B" in n)
+            b.add_(0.5)
+        course._generate_and_score_completions([{"prompt": [{"role": "user", "content": "Hi"}]}] * (G * 3))
+        ids = torch.tensor([[5, 6, 7]])
+        with torch.no_grad():
+            torch.testing.assert_close(course._merged.model(ids).logits, policy(ids).logits, rtol=0, atol=1e-10)
+    finally:
+        course._merged.model.forward = original
+        with torch.no_grad():
+            b.sub_(0.5)
+    assert called
+    assert "generate" not in vars(policy)  # the class's generate is back after the rollout
+
+
+def test_length_buckets_cut_where_it_pays():
+    assert rollouts.length_buckets([40, 44, 128, 41]) == [[0, 3, 1], [2]]
+    assert rollouts.length_buckets([50, 52]) == [[0, 1]]
+    assert rollouts.length_buckets([7]) == [[0]]
+    assert sorted(i for b in rollouts.length_buckets([5, 90, 3, 60, 61, 2, 100, 4]) for i in b) == list(range(8))
