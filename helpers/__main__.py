@@ -1,6 +1,6 @@
 """Command line: ``python -m helpers <command>``.
 
-* ``train [--profile P] [--quick] [--max-steps N] [--rewards checked|layout]
+* ``train [--profile P] [--quick] [--max-steps N] [--rewards checked|layout|placebo] [--seed S]
   [--cold-start-examples N] [--cold-start DIR] [--output-dir D] [--vllm-server URL]``
   - the main job (:func:`helpers.pipeline.run_pipeline`): cold start -> GRPO -> evaluation of
   every stage; prints the stage table and writes ``summary.json``. Also on several GPUs:
@@ -8,6 +8,8 @@
   (:mod:`helpers.distributed`; only the main process prints).
 * ``evaluate --adapter DIR [--n N] [--profile P] [--greedy]`` - base vs. base + LoRA on GSM8K
   test (notebook 06): writes ``results/<run>/summary.json`` and ``records.jsonl``, prints the table.
+* ``pass-at-k --run DIR [--n 8] [--problems 32]`` - pass@1, 2, 4, 8 of the base model, the cold start
+  and GRPO of a finished run on course-written test problems (:mod:`helpers.pass_at_k`).
 * ``sync-notebooks`` - rewrite the Colab badge and install cell of every notebook.
 """
 
@@ -39,12 +41,18 @@ def _train(args) -> int:
         profile = profile.replace(cold_start_examples=args.cold_start_examples)
     if args.vllm_server is not None:
         profile = profile.replace(vllm_server_url=args.vllm_server)
+    if args.seed is not None:
+        profile = profile.replace(seed=args.seed)
     run = run_pipeline(profile, args.output_dir, reward_set=args.rewards, cold_start_dir=args.cold_start,
                        command=" ".join(["python -m helpers", *args.argv]))
     if run is None:  # another process of a multi-process launch: the main one reports
         return 0
     print(f"\nProfile: {profile.name} ({profile.description})")
     if run.summary["stages"]:
+        if run.summary.get("problems"):
+            print("Held-out course-written test problems (greedy):")
+            print(run.problems_table().to_string())
+            print("\nGSM8K test (greedy):")
         print(run.table().to_string())
     else:
         print(f"Evaluation skipped: {run.summary['evaluation']['skipped']}")
@@ -88,6 +96,21 @@ def _evaluate(args) -> int:
     print(f"{comparison.mcnemar.n} questions of {test.info.description}; decoding {settings}")
     print(comparison.table().to_string())
     print(f"\nSummary: {summary}\nRecords: {records}")
+    return 0
+
+
+def _pass_at_k(args) -> int:
+    from .profiles import get_profile
+
+    profile = get_profile(args.profile)
+    from .pass_at_k import PASS_AT_K_FILE, evaluate_run
+
+    result = evaluate_run(args.run, profile, n=args.n, problems=args.problems)
+    for stage, levels in result["stages"].items():
+        cells = ", ".join(f"pass@{k} {100 * levels['all'][f'pass@{k}']['value']:.1f} %"
+                          for k in (1, 2, 4, 8) if f"pass@{k}" in levels["all"])
+        print(f"{stage:11s} {cells}")
+    print(f"Written: {Path(args.run) / PASS_AT_K_FILE}")
     return 0
 
 
@@ -138,8 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--quick", action="store_true",
                        help="smoke-size run of every stage (also: GRPO_QUICK=1)")
     train.add_argument("--max-steps", type=positive_int, help="GRPO steps; default: the profile's")
-    train.add_argument("--rewards", choices=["checked", "layout"], default="checked",
-                       help="checked (default) or the hackable layout-only format rewards")
+    train.add_argument("--rewards", choices=["checked", "layout", "placebo"], default="checked",
+                       help="checked (default), the hackable layout-only format rewards, or placebo (a coin "
+                            "flip per completion, the control arm)")
+    train.add_argument("--seed", type=int, help="training seed (LoRA init, sampling, problems); default: the profile's")
     train.add_argument("--cold-start-examples", type=non_negative_int,
                        help="SFT examples of the cold start (0: none); default: the profile's")
     train.add_argument("--cold-start", type=existing_dir,
@@ -166,6 +191,13 @@ def build_parser() -> argparse.ArgumentParser:
                           help="results subfolder; default: the adapter's training run name")
     evaluate.add_argument("--results-dir", default="results", help="default: results")
     evaluate.set_defaults(run=_evaluate)
+    passk = commands.add_parser("pass-at-k", help="pass@1..8 of every stage of a finished `train` run (CPU)")
+    passk.add_argument("--run", required=True, type=existing_dir, help="the run's folder (outputs/grpo-cpu)")
+    passk.add_argument("--n", type=positive_int, default=8, help="samples per problem (default 8)")
+    passk.add_argument("--problems", type=positive_int, default=32,
+                       help="course-written test problems per difficulty (default 32)")
+    passk.add_argument("--profile", choices=sorted(PROFILES), help="default: picked from the hardware")
+    passk.set_defaults(run=_pass_at_k)
     sync = commands.add_parser("sync-notebooks", help="rewrite badges and install cells")
     sync.set_defaults(run=_sync)
     return parser

@@ -47,28 +47,47 @@ def format_solution(solution: str) -> str:
     return f"<reasoning>\n{steps}\n</reasoning>\n<answer>\n{answer}\n</answer>"
 
 
-def build_sft_dataset(n: int, data_dir=None, system_prompt: str = SYSTEM_PROMPT):
-    """The first ``n`` GSM8K *train* rows as a ``datasets.Dataset`` for ``SFTTrainer``.
+PROBLEMS_SEED = 1000  # the cold start's course-written problems: a draw of their own (GRPO's use profile.seed)
+
+
+def build_sft_dataset(n: int, data_dir=None, system_prompt: str = SYSTEM_PROMPT, problems: int = 0):
+    """The first ``n`` GSM8K *train* rows, and ``problems`` course-written worked problems, as a
+    ``datasets.Dataset`` for ``SFTTrainer``.
 
     Columns: ``prompt`` (system + user messages, exactly the GRPO prompt), ``completion`` (one
     assistant message, :func:`format_solution`), ``question``, ``answer`` (the label).
-    The data source is :func:`helpers.data.read_rows` (``GSM8K_DIR``, the hub or the sample).
+    The GSM8K source is :func:`helpers.data.read_rows` (``GSM8K_DIR``, the hub or the sample). The
+    problems (:func:`helpers.problems.make_problems`, *train* split, half with one operation, half with
+    two, their own seed :data:`PROBLEMS_SEED`) are shuffled in among the GSM8K rows (a fixed order).
 
     Raises:
-        ValueError: ``n < 1`` or more rows than the split has.
+        ValueError: ``n < 1`` or more rows than the split has; ``problems < 0``.
     """
     rows, source = read_rows("train", data_dir)
     if not 1 <= n <= len(rows):
         raise ValueError(f"n must be between 1 and {len(rows)} (the train split), got {n}")
+    if problems < 0:
+        raise ValueError(f"problems must be >= 0, got {problems}")
+    import random
+
     from datasets import Dataset, DatasetInfo
 
-    rows = rows[:n]
+    from .problems import make_problems
+
+    pairs = [(r["question"], r["answer"]) for r in rows[:n]]
+    description = f"{source}, first {n} rows"
+    if problems:
+        written = [p for ops, k in ((1, problems - problems // 2), (2, problems // 2)) if k
+                   for p in make_problems(k, ops=ops, split="train", seed=PROBLEMS_SEED)]
+        pairs += [(p.question, p.solution) for p in written]
+        random.Random(0).shuffle(pairs)
+        description += f", and {problems} course-written worked problems (1 and 2 operations, not GSM8K)"
     return Dataset.from_dict({
-        "prompt": [make_prompt(r["question"], system_prompt) for r in rows],
-        "completion": [[{"role": "assistant", "content": format_solution(r["answer"])}] for r in rows],
-        "question": [r["question"] for r in rows],
-        "answer": [extract_hash_answer(r["answer"]) for r in rows],
-    }, info=DatasetInfo(description=f"{source}, first {n} rows"))
+        "prompt": [make_prompt(q, system_prompt) for q, _ in pairs],
+        "completion": [[{"role": "assistant", "content": format_solution(a)}] for _, a in pairs],
+        "question": [q for q, _ in pairs],
+        "answer": [extract_hash_answer(a) for _, a in pairs],
+    }, info=DatasetInfo(description=description))
 
 
 def build_sft_config(profile: Profile, output_dir, **overrides):
@@ -150,7 +169,7 @@ def train_cold_start(profile: Profile, output_dir, *, n: int | None = None, mode
         raise ValueError(f"cold start needs at least 1 example, got {n}")
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    dataset = dataset if dataset is not None else build_sft_dataset(n)
+    dataset = dataset if dataset is not None else build_sft_dataset(n, problems=profile.cold_start_problems)
     model, tokenizer = load_model(profile, model_path)
     metrics = MetricsCSV(output_dir / METRICS_FILE)
     trainer = SFTTrainer(model=model, processing_class=tokenizer, train_dataset=dataset,

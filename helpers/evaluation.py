@@ -34,8 +34,8 @@ from typing import Callable, Iterable
 from .grading import extract_answer, extract_xml_block, is_equivalent
 from .rewards import content_checked, is_placeholder, prompt_texts, soft_layout, strict_layout
 
-RECORD_KEYS = ("question", "gold", "completion", "extracted", "correct", "format_strict",
-               "format_soft", "format_valid", "placeholder", "tokens", "seconds")
+RECORD_KEYS = ("question", "gold", "completion", "extracted", "correct", "correct_format_free",
+               "format_strict", "format_soft", "format_valid", "placeholder", "tokens", "seconds")
 
 
 # ------------------------------------------------------------------------------ statistics
@@ -73,7 +73,10 @@ def score(questions: list[str], golds: list[str], completions: list[str], *,
     """Grade completions; returns one record per question (keys: :data:`RECORD_KEYS`).
 
     ``extracted = extract(completion)`` (default :func:`helpers.grading.extract_answer`),
-    ``correct = is_equivalent(extracted, gold)``; ``format_strict`` / ``format_soft``: the XML
+    ``correct = is_equivalent(extracted, gold)``; ``correct_format_free``: the last number of the
+    completion (:func:`helpers.prompting.last_number`) equals the gold, whatever the format (a model
+    that computes right but never writes the answer block scores here and not in ``correct``);
+    ``format_strict`` / ``format_soft``: the XML
     layout (:func:`helpers.rewards.strict_layout` / ``soft_layout``), whatever the blocks hold;
     ``format_valid``: the strict layout with real reasoning and a number as the answer (what
     :func:`helpers.rewards.strict_format_reward_func` pays for); ``placeholder``: a reasoning or
@@ -92,6 +95,8 @@ def score(questions: list[str], golds: list[str], completions: list[str], *,
     if lengths != {n}:
         raise ValueError(f"questions, golds, completions, tokens and seconds differ in length: "
                          f"{n}, {len(golds)}, {len(completions)}, {len(tokens)}, {len(seconds)}")
+    from .prompting import last_number
+
     extract = extract or extract_answer
     records = []
     for i in range(n):
@@ -101,6 +106,7 @@ def score(questions: list[str], golds: list[str], completions: list[str], *,
         records.append({
             "question": questions[i], "gold": golds[i], "completion": text,
             "extracted": extracted, "correct": bool(is_equivalent(extracted, golds[i])),
+            "correct_format_free": bool(is_equivalent(last_number(text), golds[i], warn=False)),
             "format_strict": strict, "format_soft": soft_layout(text),
             "format_valid": strict and content_checked(text, sources),
             "placeholder": (is_placeholder(extract_xml_block(text, "reasoning"), sources)
@@ -119,7 +125,8 @@ def summarize(records: list[dict], z: float = 1.96) -> dict:
     """Summary of scored records (from :func:`score`, :func:`evaluate` or :func:`read_jsonl`).
 
     Keys: ``n``; ``accuracy`` (share correct) with ``ci_low`` / ``ci_high`` (Wilson interval,
-    95 % for ``z=1.96``); ``format_rate_strict`` / ``format_rate_soft`` (share in the XML
+    95 % for ``z=1.96``); ``accuracy_format_free`` (share whose last number is right; None for
+    records saved before it was recorded); ``format_rate_strict`` / ``format_rate_soft`` (share in the XML
     layout); ``format_rate_valid`` (strict layout with real reasoning and a number as the
     answer); ``placeholder_rate`` (share with a placeholder block); ``answer_rate`` (share
     with an extracted answer); ``mean_tokens``
@@ -143,6 +150,7 @@ def summarize(records: list[dict], z: float = 1.96) -> dict:
         "accuracy": correct / n,
         "ci_low": low,
         "ci_high": high,
+        "accuracy_format_free": _mean(r.get("correct_format_free") for r in records),
         "format_rate_strict": _mean(bool(r.get("format_strict")) for r in records),
         "format_rate_soft": _mean(bool(r.get("format_soft")) for r in records),
         "format_rate_valid": _mean(bool(r.get("format_valid")) for r in records),

@@ -40,8 +40,10 @@ def rolling_mean(values, window: int = SMOOTHING) -> list[float]:
 
 def plot_training_curves(metrics_csv: str | Path, save_to: str | Path | None = None, show: bool = True,
                          title: str = ""):
-    """Four panels against the optimizer step: total reward (mean +- std over completions),
-    each reward function's mean, KL to the reference model, and mean completion length (tokens).
+    """Four panels against the optimizer step: total reward (mean +- std over completions) with the
+    held-out accuracy on a second axis when the run measured it (:mod:`helpers.heldout`; step 0 is
+    before training), each reward function's mean, KL to the reference model, and mean completion
+    length (tokens). A reward that rises while the held-out accuracy does not is a hack.
 
     Rewards and length are noisy from step to step (one step sees few prompts), so those panels
     draw each step faintly and a trailing mean over :data:`SMOOTHING` steps boldly.
@@ -61,7 +63,21 @@ def plot_training_curves(metrics_csv: str | Path, save_to: str | Path | None = N
     if len(std) == len(reward):
         ax.fill_between(steps, reward - std, reward + std, alpha=0.15, label="+- std")
     ax.set(title="Total reward", xlabel="step", ylabel="reward")
-    ax.legend(fontsize=8)
+    handles = ax.get_legend_handles_labels()
+    if "heldout/accuracy" in m:
+        held = [(s, a, f) for s, a, f in zip(steps, m["heldout/accuracy"],
+                                              m.get("heldout/accuracy_format_free", m["heldout/accuracy"]))
+                if not np.isnan(a)]
+        twin = ax.twinx()
+        twin.plot([h[0] for h in held], [100 * h[1] for h in held], marker="s", color="tab:purple", lw=2,
+                  label="held-out accuracy (answer block)")
+        twin.plot([h[0] for h in held], [100 * h[2] for h in held], marker="^", color="tab:purple", ls=":",
+                  label="held-out accuracy (last number)")
+        twin.set(ylabel="held-out accuracy (%)", ylim=(0, 100))
+        twin_handles = twin.get_legend_handles_labels()
+        handles = (handles[0] + twin_handles[0], handles[1] + twin_handles[1])
+        ax.set_title("Total reward and held-out accuracy (greedy)")
+    ax.legend(*handles, fontsize=8, loc="upper left")
     ax = axes[0, 1]
     for key in m:
         if key.startswith("rewards/") and key.endswith("/mean"):

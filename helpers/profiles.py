@@ -45,6 +45,8 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
+from .curriculum import GSM8K, Phase
+
 QWEN_3B = "unsloth/Qwen2.5-3B-Instruct"
 QWEN_7B = "unsloth/Qwen2.5-7B-Instruct"
 QWEN_05B = "Qwen/Qwen2.5-0.5B-Instruct"
@@ -92,6 +94,7 @@ class Profile:
     beta: float = 0.04
     epsilon: float = 0.2
     scale_rewards: str = "group"
+    num_iterations: int = 1  # optimizer steps on each generated batch (> 1: the ratio departs from 1)
     gpu_memory_utilization: float = 0.5  # share of GPU memory vLLM may take
     # (UNSLOTH_VLLM_STANDBY=1, which the install cell sets, replaces it: see helpers.models)
     # Rollouts on a separate TRL vLLM server (`trl vllm-serve` on its own GPU, TRL's vllm_mode
@@ -103,12 +106,28 @@ class Profile:
     save_total_limit: int = 2
     # Cold start (helpers.cold_start): SFT on formatted GSM8K train solutions before GRPO.
     cold_start_examples: int = 0  # 0: no cold start, GRPO starts from the model itself
+    cold_start_problems: int = 0  # course-written worked problems added to its GSM8K solutions
     cold_start_learning_rate: float = 3e-4
     cold_start_epochs: int = 1
     cold_start_batch_size: int = 8
     # Evaluation at the end of a run: first N GSM8K test questions, greedy (None: all of them).
     eval_questions: int | None = None
+    # ... and eval_problems course-written test problems (helpers.problems) of each difficulty in
+    # eval_levels ((ops, max_number) pairs), greedy; 0: none.
+    eval_problems: int = 0
+    eval_levels: tuple = ((1, 20), (2, 20))
+    # GRPO prompts: a curriculum (helpers.curriculum.Phase tuple, read in order); empty: GSM8K train
+    # questions after the cold start's, shuffled.
+    curriculum: tuple = ()
+    # Held-out accuracy during GRPO (helpers.heldout): this many course-written test problems, split
+    # evenly over eval_levels, greedy, every heldout_every steps; 0: off.
+    heldout_problems: int = 0
+    heldout_every: int = 5
     seed: int = 3407
+    # transformers backend: GRPO with helpers.rollouts.CourseGRPOTrainer (TRL's trainer, rollouts from
+    # merged weights with one prompt pass per group, log-probs with the prompt shared); False: TRL's
+    # GRPOTrainer as it is. Unsloth profiles ignore it (Unsloth replaces the trainer).
+    fast_rollouts: bool = False
 
     def replace(self, **overrides) -> "Profile":
         """A copy with some settings changed; unknown names raise ``TypeError``."""
@@ -159,22 +178,28 @@ CPU = Profile(
     lora_target_modules=ALL_LINEAR,
     gradient_checkpointing=False,
     num_generations=8,
-    per_device_train_batch_size=8,
+    per_device_train_batch_size=32,  # 4 prompts x 8 completions
     gradient_accumulation_steps=1,
     max_prompt_length=256,
-    max_completion_length=160,
-    temperature=1.0,
+    max_completion_length=100,
+    temperature=0.6,
     top_p=1.0,
-    max_steps=20,
-    learning_rate=3e-4,
+    max_steps=12,
+    learning_rate=5e-4,
     optim="adamw_torch",
     max_grad_norm=0.1,
     weight_decay=0.1,
     warmup_ratio=0.0,
     lr_scheduler_type="constant",
-    cold_start_examples=160,
+    cold_start_examples=80,
+    cold_start_problems=80,
     cold_start_batch_size=2,
-    eval_questions=64,
+    eval_questions=32,
+    eval_problems=64,
+    curriculum=(Phase(1 / 3, ((1, 20),)), Phase(2 / 3, ((1, 20), (2, 20), (2, 10), GSM8K))),
+    heldout_problems=32,
+    heldout_every=4,
+    fast_rollouts=True,
 )
 
 # Memory on a 24 GB card (22.5 GiB usable on an L4), Qwen2.5-7B-Instruct: 28 layers, hidden 3584,
@@ -225,7 +250,21 @@ def shortened(profile: Profile) -> Profile:
         name=f"{profile.name}-quick", description=f"shortened {profile.description}",
         cold_start_examples=min(profile.cold_start_examples, 8), cold_start_batch_size=4,
         max_steps=2, num_generations=4, per_device_train_batch_size=4, max_completion_length=32,
-        eval_questions=4)
+        eval_questions=4, eval_problems=min(profile.eval_problems, 2),
+        heldout_problems=min(profile.heldout_problems, 4), heldout_every=1)
+
+
+def format_recipe(profile: Profile) -> Profile:
+    """The recipe of the first reference runs (``results/cpu-cold96-*``, ``results/cpu-cold160-*``),
+    which taught the format but not the arithmetic: a cold start on 160 GSM8K solutions only, then
+    20 GRPO steps of one GSM8K train prompt x 8 completions x 160 tokens at T = 1.0 and lr 3e-4, no
+    curriculum, no held-out curve, evaluation on 64 GSM8K test questions. Notebook 05's reward-hacking
+    demo runs it. A ``-quick`` profile stays at smoke size."""
+    recipe = PROFILES[profile.name.removesuffix("-quick")].replace(
+        cold_start_examples=160, cold_start_problems=0, per_device_train_batch_size=8,
+        max_completion_length=160, temperature=1.0, learning_rate=3e-4, max_steps=20, eval_questions=64,
+        eval_problems=0, curriculum=(), heldout_problems=0)
+    return shortened(recipe) if profile.name.endswith("-quick") else recipe
 
 
 def quick_requested() -> bool:
@@ -253,7 +292,7 @@ def get_profile(name: str | None = None, verbose: bool = True, **overrides) -> P
     profile = PROFILES[chosen].replace(**overrides) if overrides else PROFILES[chosen]
     if verbose and profile.name == "cpu":
         print(f"Using the CPU profile ({reason}): SmolLM2-135M-Instruct, "
-              "cold start + GRPO at a size 2 CPU cores finish in about 17 minutes.")
+              "cold start + GRPO at a size 2 CPU cores finish in about 20 minutes.")
     elif verbose:
         print(f"Using the {profile.name} profile ({reason}): {profile.description}")
     return profile

@@ -21,8 +21,11 @@ Three generations of the same five functions, so that the course can show what e
 
 3. The default functions (:data:`REWARD_FUNCS`) - the format rewards also check the *content*
    (:func:`content_checked`): a closed reasoning block must be real work
-   (:func:`is_real_reasoning`) and a closed answer block must hold a number
-   (:func:`is_parseable_answer`). The template copy scores 0 on every one of them.
+   (:func:`is_real_reasoning`: a number the prompt does not hold, so a restated fact of the question
+   is not work) and a closed answer block must hold a number (:func:`is_parseable_answer`). The
+   integer reward pays only for an integer answer after real work: it is there to teach the answer's
+   form (GSM8K's labels are integers), and paid alone it rewarded answering with any number of the
+   question. The template copy scores 0 on every one of them.
 
 All functions take TRL's keyword arguments (``prompts``, ``completions``, ``answer`` column,
 ...) and return one float per completion. Completions may be conversational
@@ -44,7 +47,7 @@ _SOFT_RE = re.compile(r"\s*<reasoning>(.+?)</reasoning>\s*<answer>(.+?)</answer>
 _TAGS = ("<reasoning>", "</reasoning>", "<answer>", "</answer>")
 _INT_RE = re.compile(r"[-+]?\d+")
 _ALNUM_RE = re.compile(r"[^\W_]")  # a letter or digit, any script
-_DIGIT_RE = re.compile(r"\d")
+_NUMBER_RE = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 
 
 def completion_texts(completions) -> list[str]:
@@ -113,15 +116,27 @@ def is_placeholder(block: str | None, sources: list[str] = ()) -> bool:
     return not _ALNUM_RE.search(block) or is_copied(block, sources)
 
 
-def is_real_reasoning(block: str | None, sources: list[str] = ()) -> bool:
-    """Reasoning that is real work: it holds at least one digit (a number or an equation such as
-    ``16 - 3 - 4 = 9``) and is not a placeholder (:func:`is_placeholder`: ``...``, or text copied
-    from the prompt, the question included). ``None`` -> False.
+def numbers_in(text: str) -> set:
+    """The numbers written in ``text`` as exact values: ``"1,000 and 2.50 or 3"`` -> ``{1000, 5/2, 3}``."""
+    from fractions import Fraction
 
-    A check, not a proof of work: ``"1"`` passes. Only the correctness reward cannot be paid
-    without solving the problem.
+    return {Fraction(m.replace(",", "")) for m in _NUMBER_RE.findall(text)}
+
+
+def is_real_reasoning(block: str | None, sources: list[str] = ()) -> bool:
+    """Reasoning that is real work: it holds a number that none of ``sources`` (the prompt's texts,
+    the question included) holds - a result it computed, as the 9 of ``16 - 3 - 4 = 9`` - and is not a
+    placeholder (:func:`is_placeholder`: ``...``, or text copied from the prompt). ``None`` -> False.
+
+    A restated fact of the question (``Hugo has 35 cookies.``) is not work: a 135M policy learned to
+    write exactly that, then answer with one of the question's numbers, under the earlier check
+    ("a digit"). Still a check, not a proof of work: ``"2 + 2 = 4"`` passes where the question has no 4.
+    Only the correctness reward cannot be paid without solving the problem.
     """
-    return block is not None and bool(_DIGIT_RE.search(block)) and not is_placeholder(block, sources)
+    if block is None or is_placeholder(block, sources):
+        return False
+    known = set().union(*(numbers_in(s) for s in sources)) if sources else set()
+    return bool(numbers_in(block) - known)
 
 
 def is_parseable_answer(block: str | None) -> bool:
@@ -173,13 +188,32 @@ def correctness_reward_func(prompts=None, completions=(), answer=(), **kwargs) -
     return [CORRECT if is_equivalent(extract_answer(t), g) else 0.0 for t, g in zip(texts, answer)]
 
 
-def int_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list[float]:
-    """0.5 when the extracted answer is an integer after normalization.
+def is_integer_answer(text: str) -> bool:
+    """The extracted answer (:func:`helpers.grading.extract_answer`) is an integer after normalization:
+    ``-3``, ``1,000``, ``$42``, ``\\boxed{42}`` -> True; ``3.5``, ``3,5``, ``x`` or no answer -> False."""
+    return bool(_INT_RE.fullmatch(normalize_answer(extract_answer(text))))
 
-    ``-3``, ``1,000``, ``$42``, ``\\boxed{42}`` -> 0.5; ``3.5``, ``3,5``, ``x`` or no answer -> 0.0.
+
+def layout_int_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list[float]:
+    """0.5 when the extracted answer is an integer (:func:`is_integer_answer`), whatever came before
+    it. Hackable: restate a fact of the question and answer with one of its numbers -> 0.5."""
+    return [INTEGER if is_integer_answer(t) else 0.0 for t in completion_texts(completions)]
+
+
+def int_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list[float]:
+    """0.5 when the extracted answer is an integer (:func:`is_integer_answer`) and follows real
+    reasoning (:func:`is_real_reasoning` against the prompt, and every closed block checked).
+
+    ``<reasoning>\\n35 / 5 = 7\\n</reasoning>\\n<answer>\\n7\\n</answer>`` -> 0.5; the same answer after
+    ``Hugo has 35 cookies.`` (a fact of the question) or with no reasoning block -> 0.0.
+
+    Raises:
+        ValueError: ``prompts`` given with a length other than ``completions``'.
     """
-    return [INTEGER if _INT_RE.fullmatch(normalize_answer(extract_answer(t))) else 0.0
-            for t in completion_texts(completions)]
+    texts = completion_texts(completions)
+    return [INTEGER if is_integer_answer(t) and content_checked(t, src)
+            and is_real_reasoning(extract_xml_block(t, "reasoning"), src) else 0.0
+            for t, src in zip(texts, _sources(prompts, len(texts)))]
 
 
 def strict_layout(text: str) -> bool:
@@ -278,8 +312,22 @@ def xmlcount_reward_func(prompts=None, completions=(), answer=None, **kwargs) ->
 REWARD_FUNCS = [xmlcount_reward_func, soft_format_reward_func, strict_format_reward_func,
                 int_reward_func, correctness_reward_func]
 LAYOUT_REWARD_FUNCS = [layout_xmlcount_reward_func, layout_soft_format_reward_func,
-                       layout_strict_format_reward_func, int_reward_func, correctness_reward_func]
-REWARD_SETS = {"checked": REWARD_FUNCS, "layout": LAYOUT_REWARD_FUNCS}
+                       layout_strict_format_reward_func, layout_int_reward_func, correctness_reward_func]
+
+
+def random_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list[float]:
+    """Placebo: 1.0 or 0.0 by a fair coin that knows nothing of the problem (Shao et al. 2025,
+    "Spurious Rewards: Rethinking Training Signals in RLVR", random rewards). The coin is the first
+    bit of a SHA-256 of the completion text, so the same completion always gets the same reward
+    (reproducible, independent of call order) and distinct completions are uncorrelated with being
+    right. GRPO with it at the same budget tells what training does with no signal at all."""
+    import hashlib
+
+    return [float(hashlib.sha256(("placebo|" + t).encode()).digest()[0] & 1)
+            for t in completion_texts(completions)]
+
+
+REWARD_SETS = {"checked": REWARD_FUNCS, "layout": LAYOUT_REWARD_FUNCS, "placebo": [random_reward_func]}
 
 
 def short_name(func) -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import csv
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from transformers import TrainerCallback
@@ -47,6 +47,7 @@ class TrainingRun:
     trainer: object = None
     processes: int = 1  # training processes (accelerate), each with the whole policy
     global_batch: int = 0  # completions per optimizer step over all processes
+    heldout: list = field(default_factory=list)  # [(step, {"heldout/accuracy": ...}), ...] when watched
 
 
 def build_grpo_config(profile: Profile, output_dir: str | Path, report_to: str = "none", **overrides):
@@ -55,7 +56,8 @@ def build_grpo_config(profile: Profile, output_dir: str | Path, report_to: str =
     The GRPO objective is explicit (DeepSeekMath eq. 3 with the k3 KL of eq. 4): ``loss_type``,
     ``beta``, ``epsilon`` and ``scale_rewards`` come from the profile, never TRL's defaults.
     ``fp16``/``bf16`` come from :func:`helpers.hardware.mixed_precision_flags`, the source of the
-    model's dtype too. Checkpoints every ``profile.save_steps`` steps (none when 0). Rollouts: an
+    model's dtype too. With a curriculum (``profile.curriculum``) the prompts are read in the
+    dataset's order (``shuffle_dataset=False``), else shuffled. Checkpoints every ``profile.save_steps`` steps (none when 0). Rollouts: an
     Unsloth profile's own vLLM engine (``fast_inference``), TRL's vLLM server mode when
     ``profile.vllm_server_url`` is set, else HF ``generate``. Processes other than the main one
     log errors only (``log_level_replica``).
@@ -95,6 +97,7 @@ def build_grpo_config(profile: Profile, output_dir: str | Path, report_to: str =
         beta=profile.beta,
         epsilon=profile.epsilon,
         scale_rewards=profile.scale_rewards,
+        num_iterations=profile.num_iterations,
         # HF checkpointing only when asked with True; "unsloth" is applied by get_peft_model.
         gradient_checkpointing=profile.gradient_checkpointing is True,
         **mixed_precision_flags(profile),
@@ -108,6 +111,7 @@ def build_grpo_config(profile: Profile, output_dir: str | Path, report_to: str =
         save_total_limit=profile.save_total_limit,
         report_to=report_to,
         seed=profile.seed,
+        shuffle_dataset=not profile.curriculum,  # a curriculum is read in its order
         disable_tqdm=False,
     )
     settings.update(overrides)
@@ -118,7 +122,8 @@ class MetricsCSV(TrainerCallback):
     """TrainerCallback that appends each logged step to a CSV, with the step's wall time.
 
     Columns are the union of all logged keys (TRL adds ``rewards/<func>/mean`` per reward
-    function); the file is rewritten at each log so it is always complete and readable. A run
+    function; :class:`helpers.heldout.HeldoutAccuracy` adds ``heldout/*`` and a step-0 row to
+    :attr:`rows`); the file is rewritten at each log so it is always complete and readable. A run
     resumed from a checkpoint at step N keeps the file's rows up to step N and continues after
     them; a fresh run starts an empty file. Only the main process (rank 0) writes it: TRL and
     transformers log values already gathered over all processes.
@@ -131,7 +136,6 @@ class MetricsCSV(TrainerCallback):
         self._last_step_s = float("nan")
 
     def on_train_begin(self, args, state, control, **kwargs):
-        self.rows = []
         if state.global_step > 0 and self.path.exists():  # resumed: the state is already loaded
             with open(self.path, newline="") as f:
                 self.rows = [row for row in csv.DictReader(f) if int(row["step"]) <= state.global_step]
@@ -154,14 +158,14 @@ class MetricsCSV(TrainerCallback):
 
 
 class QuietProgressCallback(ProgressCallback):
-    """The trainer's progress bar with the step's reward and KL (GRPO) or loss (SFT) beside it,
-    instead of a dump of every logged dict (``metrics.csv`` has them all)."""
+    """The trainer's progress bar with the step's reward and KL (GRPO) or loss (SFT) beside it, and
+    the last held-out accuracy, instead of a dump of every logged dict (``metrics.csv`` has them all)."""
 
-    SHOWN = ("reward", "kl", "loss")
+    SHOWN = {"reward": "reward", "kl": "kl", "loss": "loss", "heldout/accuracy": "held-out acc"}
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         bar = getattr(self, "training_bar", None)
-        shown = {k: f"{logs[k]:.3g}" for k in self.SHOWN if logs and k in logs}
+        shown = {label: f"{logs[k]:.3g}" for k, label in self.SHOWN.items() if logs and k in logs}
         if bar is not None and shown:
             bar.set_postfix(shown, refresh=False)
 
@@ -175,7 +179,7 @@ def quiet_progress(trainer) -> None:
 def train(profile: Profile | None = None, *, output_dir: str | Path | None = None,
           max_steps: int | None = None, model=None, tokenizer=None, dataset=None,
           model_path: str | Path | None = None, reward_funcs=None, report_to: str = "none",
-          resume: bool = True, callbacks=(), **config_overrides) -> TrainingRun:
+          resume: bool = True, callbacks=(), heldout=None, **config_overrides) -> TrainingRun:
     """Run GRPO on GSM8K for a profile and save metrics, adapter and curves.
 
     Args:
@@ -191,6 +195,8 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
         resume: continue from the newest ``checkpoint-<step>`` in ``output_dir`` if there is one
             (see the module docstring); ``False`` starts over.
         callbacks: more ``transformers.TrainerCallback`` objects for the trainer.
+        heldout: held-out problems (rows with ``question``/``answer``) for
+            :class:`helpers.heldout.HeldoutAccuracy`, every ``profile.heldout_every`` steps; None: off.
         config_overrides: any other ``GRPOConfig`` field.
 
     Returns:
@@ -216,13 +222,21 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
     if reward_funcs is None:
         from .rewards import REWARD_FUNCS as reward_funcs
     metrics = MetricsCSV(output_dir / METRICS_FILE)
+    watch = []
+    if heldout is not None:
+        from .heldout import HeldoutAccuracy
+
+        watch = [HeldoutAccuracy(heldout, tokenizer, every=profile.heldout_every, metrics=metrics,
+                                 max_new_tokens=profile.max_completion_length)]
+    if profile.fast_rollouts and profile.backend == "transformers":
+        from .rollouts import CourseGRPOTrainer as GRPOTrainer  # noqa: F811 - same trainer, cheaper steps
     trainer = GRPOTrainer(
         model=model,
         processing_class=tokenizer,
         reward_funcs=list(reward_funcs),
         args=build_grpo_config(profile, output_dir, report_to=report_to, **config_overrides),
         train_dataset=dataset,
-        callbacks=[metrics, *callbacks],
+        callbacks=[*watch, metrics, *callbacks],  # held-out accuracy first: MetricsCSV writes what it adds
     )
     quiet_progress(trainer)
     checkpoint = last_checkpoint(output_dir) if resume else None
@@ -243,7 +257,8 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
     args = trainer.args
     processes = trainer.accelerator.num_processes
     return TrainingRun(output_dir, metrics.path, adapter_dir, curves_png, seconds_per_step, trainer, processes,
-                       args.per_device_train_batch_size * processes * args.gradient_accumulation_steps)
+                       args.per_device_train_batch_size * processes * args.gradient_accumulation_steps,
+                       watch[0].history if watch else [])
 
 
 def last_checkpoint(output_dir) -> Path | None:

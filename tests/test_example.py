@@ -57,8 +57,9 @@ def test_a_course_written_problem_works_the_same(tokenizer, tmp_path):
 
 
 def test_a_first_step_that_already_holds_the_answer_still_gives_a_wrong_early_answer(tokenizer, tmp_path):
-    row = {"question": "Tom has 1,200 stamps and gives none away. How many stamps does he have?",
-           "answer": "He still has 1,200 stamps.\n#### 1,200"}
+    # (The solution computes something: a restated fact of the question is not real reasoning, issue 17.)
+    row = {"question": "Tom has 12 albums of 100 stamps each. How many stamps does he have?",
+           "answer": "He has 1,200 stamps.\n#### 1,200"}
     (tmp_path / "test.jsonl").write_text(json.dumps(row) + "\n")
     example = running_example(tokenizer, tmp_path)
     assert "<answer>\n1,2001\n</answer>" in example.completions[1]   # not 1200, which would be right

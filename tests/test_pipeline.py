@@ -27,13 +27,21 @@ def test_every_stage_writes_its_files(smoke_run):
     assert adapter["base_model_name_or_path"] == str(out / "cold_start"), "GRPO must start from the cold start"
 
 
-def test_grpo_metrics_have_one_row_per_step_and_the_reward_columns(smoke_run):
+def test_grpo_metrics_have_one_row_per_step_the_reward_and_the_heldout_curve(smoke_run):
     with open(smoke_run.output_dir / "metrics.csv") as f:
         rows = list(csv.DictReader(f))
-    assert [r["step"] for r in rows] == ["1", "2"]
+    assert [r["step"] for r in rows] == ["0", "1", "2"]  # step 0: held-out accuracy before training
     for column in ("reward", "kl", "completions/clipped_ratio", "frac_reward_zero_std", "step_time_s",
                    "rewards/strict_format_reward_func/mean", "rewards/correctness_reward_func/mean"):
+        assert all(r[column] != "" for r in rows[1:]), column
+    for column in ("heldout/accuracy", "heldout/accuracy_format_free", "heldout/seconds"):
         assert all(r[column] != "" for r in rows), column
+    assert [h["step"] for h in smoke_run.summary["heldout"]] == [0, 1, 2]
+
+
+def test_grpo_reads_the_curriculum_in_order(smoke_run):
+    assert smoke_run.summary["grpo_prompts"].startswith("curriculum, 1 prompt(s) per batch: 1 batches of 1 op up to 20")
+    assert not smoke_run.training.trainer.args.shuffle_dataset
 
 
 def test_summary_has_provenance_stages_and_paired_tests(smoke_run):
@@ -50,22 +58,46 @@ def test_summary_has_provenance_stages_and_paired_tests(smoke_run):
                     "mean_tokens"):
             assert stage[key] is not None, key
     assert set(s["mcnemar_start_vs_grpo"]) == set(PAIRED)
-    assert set(s["timings_s"]) == {"cold_start_s", "grpo_s", "grpo_per_step_s", "evaluation_s", "total_s"}
+    assert set(s["timings_s"]) == {"cold_start_s", "grpo_s", "grpo_per_step_s", "heldout_s", "evaluation_s",
+                                   "total_s"}
+    problems = s["problems"]
+    assert problems["levels"] == ["1 op up to 20", "2 ops up to 20"]
+    assert list(problems["stages"]) == ["base", "cold_start", "grpo"]
+    for stage in problems["stages"].values():
+        assert [stage[k]["n"] for k in ("all", "1 op up to 20", "2 ops up to 20")] == [4, 2, 2]
+        assert stage["all"]["accuracy_format_free"] is not None
+    assert set(problems["mcnemar_start_vs_grpo"]["all"]) == set(PAIRED)
 
 
 def test_records_pair_the_same_questions_across_stages(smoke_run):
     rows = [json.loads(line) for line in open(smoke_run.output_dir / RECORDS_FILE)]
-    assert [r["stage"] for r in rows] == ["base"] * 4 + ["cold_start"] * 4 + ["grpo"] * 4
-    questions = {stage: [r["question"] for r in rows if r["stage"] == stage] for stage in ("base", "grpo")}
-    assert questions["base"] == questions["grpo"]
-    assert all({"format_valid", "placeholder", "correct", "tokens"} <= set(r) for r in rows)
+    assert [(r["set"], r["stage"]) for r in rows] == [
+        (test_set, stage) for test_set in ("gsm8k", "problems") for stage in ("base", "cold_start", "grpo")
+        for _ in range(4)]
+    for test_set in ("gsm8k", "problems"):
+        questions = {stage: [r["question"] for r in rows if r["stage"] == stage and r["set"] == test_set]
+                     for stage in ("base", "grpo")}
+        assert questions["base"] == questions["grpo"]
+    assert all({"format_valid", "placeholder", "correct", "correct_format_free", "tokens"} <= set(r) for r in rows)
+    assert [r["level"] for r in rows if r["set"] == "problems" and r["stage"] == "grpo"] == ["1 op up to 20"] * 2 + ["2 ops up to 20"] * 2
+
+
+def test_problems_table_counts_agree_with_the_records(smoke_run):
+    table = smoke_run.problems_table()
+    rows = [json.loads(line) for line in open(smoke_run.output_dir / RECORDS_FILE)]
+    for stage, label in (("cold_start", "cold start"), ("grpo", "cold start + GRPO")):
+        mine = [r for r in rows if r["set"] == "problems" and r["stage"] == stage]
+        assert table.loc["accuracy, all", label] == f"{sum(r['correct'] for r in mine)}/4"
+        two = [r for r in mine if r["level"] == "2 ops up to 20"]
+        assert table.loc["format-free accuracy, 2 ops up to 20", label] == f"{sum(r['correct_format_free'] for r in two)}/2"
+    assert table.loc["accuracy, 1 op up to 20"].iloc[-1].endswith("lost)")
 
 
 def test_stage_table_counts_agree_with_the_records(smoke_run):
     table = smoke_run.table()
     column = "McNemar p, cold start -> cold start + GRPO"
     assert list(table.columns) == ["base", "cold start", "cold start + GRPO", column]
-    rows = [json.loads(line) for line in open(smoke_run.output_dir / RECORDS_FILE)]
+    rows = [json.loads(line) for line in open(smoke_run.output_dir / RECORDS_FILE) if '"gsm8k"' in line]
     start = [r["format_valid"] for r in rows if r["stage"] == "cold_start"]
     grpo = [r["format_valid"] for r in rows if r["stage"] == "grpo"]
     assert table.loc["valid format: real reasoning + number", "cold start + GRPO"] == f"{sum(grpo)}/4"
@@ -88,7 +120,8 @@ def test_make_train_command_at_smoke_size_on_smollm2(smollm2_dir, tmp_path, caps
     assert main(["train", "--profile", "cpu", "--quick", "--output-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     for row in ("accuracy", "strict format (layout only)", "valid format: real reasoning + number",
-                "placeholder / template copy", "mean completion tokens"):
+                "placeholder / template copy", "mean completion tokens", "Held-out course-written test problems",
+                "format-free accuracy, 2 ops up to 20"):
         assert row in out
     summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
     assert summary["profile"]["name"] == "cpu-quick" and summary["command"].startswith("python -m helpers train")

@@ -67,9 +67,13 @@ def test_t4_config_is_fp16_with_vllm(tmp_path):
 
 def test_cpu_profile_is_the_measured_learning_run():
     cpu = PROFILES["cpu"]
-    assert (cpu.cold_start_examples, cpu.cold_start_batch_size, cpu.cold_start_learning_rate) == (160, 2, 3e-4)
-    assert (cpu.num_generations, cpu.max_completion_length, cpu.max_steps, cpu.learning_rate) == (8, 160, 20, 3e-4)
-    assert cpu.eval_questions == 64 and PROFILES["t4"].cold_start_examples == 0
+    assert (cpu.cold_start_examples, cpu.cold_start_problems, cpu.cold_start_batch_size,
+            cpu.cold_start_learning_rate) == (80, 80, 2, 3e-4)
+    assert (cpu.num_generations, cpu.per_device_train_batch_size, cpu.max_completion_length) == (8, 32, 100)
+    assert (cpu.max_steps, cpu.learning_rate, cpu.temperature) == (12, 5e-4, 0.6)
+    assert (cpu.eval_questions, cpu.eval_problems, cpu.heldout_problems) == (32, 64, 32)
+    assert cpu.fast_rollouts and cpu.curriculum[-1].sources[-1] == (0, 0)  # ends with GSM8K train
+    assert PROFILES["t4"].cold_start_examples == 0 and not PROFILES["t4"].curriculum
 
 
 @pytest.mark.parametrize("name", ["t4", "cpu"])
@@ -99,7 +103,7 @@ def test_sft_config_trains_the_completion_in_the_profiles_precision(tmp_path):
     config = build_sft_config(PROFILES["cpu"], tmp_path)
     assert config.completion_only_loss is True and not config.bf16 and not config.fp16
     assert (config.learning_rate, config.per_device_train_batch_size, config.num_train_epochs) == (3e-4, 2, 1)
-    assert config.max_length == 256 + 160 and config.report_to == []
+    assert config.max_length == 256 + 100 and config.report_to == []
 
 
 def test_bf16_profile_is_the_t4_recipe_on_qwen_7b(tmp_path, monkeypatch):

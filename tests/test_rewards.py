@@ -174,10 +174,38 @@ def test_prompts_of_the_wrong_length_are_an_error():
         R.strict_format_reward_func(prompts=[[], []], completions=[GOLD])
 
 
-def test_reward_sets_differ_only_in_the_three_format_rewards():
+def test_reward_sets_differ_only_in_the_format_and_integer_rewards():
     assert R.REWARD_SETS["checked"] is R.REWARD_FUNCS and R.REWARD_SETS["layout"] is R.LAYOUT_REWARD_FUNCS
-    assert R.REWARD_FUNCS[3:] == R.LAYOUT_REWARD_FUNCS[3:]
-    assert [f.__name__ for f in R.LAYOUT_REWARD_FUNCS[:3]] == ["layout_" + f.__name__ for f in R.REWARD_FUNCS[:3]]
+    assert R.REWARD_FUNCS[4:] == R.LAYOUT_REWARD_FUNCS[4:]  # the same correctness reward
+    assert [f.__name__ for f in R.LAYOUT_REWARD_FUNCS[:4]] == ["layout_" + f.__name__ for f in R.REWARD_FUNCS[:4]]
+
+
+# ---- Bug of issue 17: a restated fact of the question was paid as reasoning ----------------
+
+def test_restating_a_fact_of_the_question_earns_nothing_but_a_lucky_right_answer():
+    """A 135M policy trained 30 steps on the earlier checks learned to restate a fact and answer with
+    one of the question's numbers (``Hugo has 35 cookies.`` -> 35 for 35 / 5): format paid in full
+    (2.0 of 4.0: four 0.5 rewards), correctness never. Now the same completion earns 0."""
+    question = "Hugo has 35 cookies. He shares them equally among 5 friends. How many does each friend get?"
+    prompts = [[{"role": "system", "content": "Respond in the following format:"},
+                {"role": "user", "content": question}]]
+
+    def total(text, funcs, gold="7"):
+        conv = [[{"role": "assistant", "content": text}]]
+        return {R.short_name(f): f(prompts=prompts, completions=conv, answer=[gold])[0] for f in funcs}
+
+    restated = formatted("35", "Hugo has 35 cookies.")
+    assert sum(total(restated, R.REWARD_FUNCS).values()) == 0.0
+    assert sum(total(restated, R.LAYOUT_REWARD_FUNCS).values()) == 2.0  # what the layout-only set still pays
+    worked = formatted("7", "35 / 5 = 7 cookies each.")
+    assert total(worked, R.REWARD_FUNCS) == dict(xmlcount=0.5, soft=0.5, strict=0.5, int=0.5, correctness=2.0)
+    wrong_work = formatted("8", "35 / 5 = 8")  # real work, wrong: the format is still paid
+    assert sum(total(wrong_work, R.REWARD_FUNCS).values()) == 2.0
+    bare = "<answer>\n7\n</answer>"  # no reasoning: right, but no integer bonus without work
+    assert total(bare, R.REWARD_FUNCS)["int"] == 0.0 and total(bare, R.LAYOUT_REWARD_FUNCS)["int"] == 0.5
+    assert R.numbers_in("1,000 and 2.50 or 3") == {1000, R.numbers_in("2.5").pop(), 3}
+    assert not R.is_real_reasoning("Hugo has 35 cookies and 5 friends.", [question])
+    assert R.is_real_reasoning("Hugo has 35 cookies and 5 friends.")  # without the question, 35 is new
 
 
 # ---- Failure kind of issue 11: a sentence inside <answer> ---------------------------------
@@ -204,3 +232,13 @@ def test_reward_table_sums_each_function_per_completion():
     assert list(R.reward_table(R.SEED_REWARD_FUNCS, [gold], ["18"]).columns)[:3] == ["xmlcount", "soft", "strict"]
     with pytest.raises(ValueError, match="answer has 1 entries for 2 completions"):
         R.reward_table(R.REWARD_FUNCS, [gold, gold], ["18"])
+
+
+def test_the_placebo_is_a_fair_coin_that_ignores_the_answer():
+    texts = [formatted(str(i)) for i in range(400)]
+    paid = R.random_reward_func(completions=texts, answer=["7"] * 400)
+    assert set(paid) == {0.0, 1.0} and 0.4 < sum(paid) / 400 < 0.6
+    assert R.random_reward_func(completions=texts[:5]) == paid[:5]  # the same text, the same coin
+    right = R.correctness_reward_func(completions=texts, answer=["7"] * 400)
+    assert right.count(2.0) == 1  # only "7" is right; the coin does not look
+    assert R.REWARD_SETS["placebo"] == [R.random_reward_func]

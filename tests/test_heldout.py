@@ -1,0 +1,78 @@
+"""helpers.heldout: held-out accuracy during training, written beside the reward."""
+
+import csv
+from types import SimpleNamespace
+
+import pytest
+
+import helpers.models
+from helpers.heldout import COLUMNS, HeldoutAccuracy, score_heldout
+
+ROWS = [{"question": f"What is {a} + 1?", "answer": str(a + 1)} for a in range(4)]
+
+
+def test_score_heldout_tells_the_answer_block_from_the_last_number():
+    texts = ["<answer>1</answer>", "so it is 2", "<answer>9</answer> no, 3", "nothing"]
+    got = score_heldout(texts, ["1", "2", "3", "4"])
+    assert got == {COLUMNS[0]: 0.25, COLUMNS[1]: 0.75}
+    with pytest.raises(ValueError):
+        score_heldout(["x"], ["1", "2"])
+
+
+class FakeModel:
+    training = True
+
+    def train(self, mode=True):
+        self.training = mode
+
+
+def test_the_callback_evaluates_at_step_0_every_n_steps_and_at_the_end(monkeypatch):
+    calls = []
+
+    def fake_generate(model, tokenizer, prompts, **kwargs):
+        calls.append(kwargs["temperature"])
+        right = len(calls) % 2  # alternately all right, all wrong
+        return [f"<answer>{int(p[-1]['content'].split()[2]) + right}</answer>" for p in prompts]
+
+    monkeypatch.setattr(helpers.models, "generate", fake_generate)
+    metrics = SimpleNamespace(rows=[])
+    cb = HeldoutAccuracy(ROWS, tokenizer=None, every=2, metrics=metrics)
+    model = FakeModel()
+    state = SimpleNamespace(global_step=0, max_steps=5, is_world_process_zero=True)
+    cb.on_train_begin(None, state, None, model=model)
+    logged = {}
+    for step in range(1, 6):
+        state.global_step = step
+        logs = {"loss": 0.1, "reward": 1.0}
+        cb.on_log(None, state, None, logs=logs, model=model)
+        logged[step] = logs
+    assert [s for s, _ in cb.history] == [0, 2, 4, 5]
+    assert set(calls) == {0.0}  # greedy
+    assert metrics.rows[0]["step"] == 0 and metrics.rows[0][COLUMNS[0]] == 1.0
+    assert COLUMNS[0] in logged[2] and COLUMNS[0] not in logged[3] and COLUMNS[0] in logged[5]
+    assert [v[COLUMNS[0]] for _, v in cb.history] == [1.0, 0.0, 1.0, 0.0]
+    assert model.training  # train mode restored
+    with pytest.raises(ValueError):
+        HeldoutAccuracy(ROWS, None, every=0)
+
+
+def test_train_writes_the_heldout_curve_into_metrics_csv(tiny_model_dir, tmp_path):
+    from helpers.models import load_model
+    from helpers.problems import make_problems, problems_dataset
+    from helpers.profiles import PROFILES
+    from helpers.rewards import REWARD_FUNCS
+    from helpers.training import train
+
+    profile = PROFILES["cpu"].replace(max_completion_length=8, max_steps=2, heldout_every=1,
+                                      num_generations=4, per_device_train_batch_size=4)
+    model, tokenizer = load_model(profile, tiny_model_dir)
+    heldout = [p.to_dict() for p in make_problems(3, ops=1, split="test")]
+    run = train(profile, model=model, tokenizer=tokenizer, output_dir=tmp_path / "run", heldout=heldout,
+                dataset=problems_dataset(make_problems(2, ops=1)), reward_funcs=REWARD_FUNCS)
+    with open(run.metrics_csv) as f:
+        rows = list(csv.DictReader(f))
+    assert [r["step"] for r in rows] == ["0", "1", "2"]
+    assert rows[0]["reward"] == "" and rows[1]["reward"] != ""  # step 0: before any rollout
+    assert all(r[COLUMNS[0]] != "" and 0 <= float(r[COLUMNS[0]]) <= 1 for r in rows)
+    assert [s for s, _ in run.heldout] == [0, 1, 2]
+    assert run.curves_png.stat().st_size > 10_000
