@@ -105,12 +105,12 @@ def _pass_at_k(args) -> int:
     profile = get_profile(args.profile)
     from .pass_at_k import PASS_AT_K_FILE, evaluate_run
 
-    result = evaluate_run(args.run, profile, n=args.n, problems=args.problems)
+    result = evaluate_run(args.run_dir, profile, n=args.n, problems=args.problems)
     for stage, levels in result["stages"].items():
         cells = ", ".join(f"pass@{k} {100 * levels['all'][f'pass@{k}']['value']:.1f} %"
                           for k in (1, 2, 4, 8) if f"pass@{k}" in levels["all"])
         print(f"{stage:11s} {cells}")
-    print(f"Written: {Path(args.run) / PASS_AT_K_FILE}")
+    print(f"Written: {Path(args.run_dir) / PASS_AT_K_FILE}")
     return 0
 
 
@@ -192,7 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--results-dir", default="results", help="default: results")
     evaluate.set_defaults(run=_evaluate)
     passk = commands.add_parser("pass-at-k", help="pass@1..8 of every stage of a finished `train` run (CPU)")
-    passk.add_argument("--run", required=True, type=existing_dir, help="the run's folder (outputs/grpo-cpu)")
+    passk.add_argument("--run", dest="run_dir", required=True, type=existing_dir,
+                       help="the run's folder (outputs/grpo-cpu)")
     passk.add_argument("--n", type=positive_int, default=8, help="samples per problem (default 8)")
     passk.add_argument("--problems", type=positive_int, default=32,
                        help="course-written test problems per difficulty (default 32)")

@@ -108,7 +108,8 @@ def run_pipeline(profile: Profile, output_dir=None, *, reward_set: str = "checke
             raise FileNotFoundError(f"{cold_start_dir} holds no model (no config.json)")
         print(f"Cold start: reusing {cold_start_dir}")
     elif n_sft > 0:
-        print(f"Stage 1/3 - cold start: SFT on {n_sft} formatted GSM8K train solutions")
+        written = f" and {profile.cold_start_problems} course-written worked problems" if profile.cold_start_problems else ""
+        print(f"Stage 1/3 - cold start: SFT on {n_sft} formatted GSM8K train solutions{written}")
         cold = train_cold_start(profile, output_dir, model_path=model_path)
         cold_start_dir, timings["cold_start_s"] = cold.model_dir, cold.seconds
     prompts = grpo_prompts(profile)
@@ -284,7 +285,8 @@ def build_summary(profile: Profile, results: dict, timings: dict, *, reward_set:
                   skipped: str | None = None, problems: dict | None = None, prompts: str | None = None) -> dict:
     """The content of ``summary.json``: provenance (command, commit, date, machine), the profile,
     the cold start (``cold_start``, trained in this run, or the folder ``reused_cold_start``, assumed
-    trained on the profile's ``cold_start_examples`` first train rows, as GRPO's prompts skip them),
+    trained on the profile's ``cold_start_examples`` first train rows, as GRPO's prompts skip them,
+    and its ``cold_start_problems``),
     the processes and global batch of GRPO (``training``, a :class:`helpers.training.TrainingRun`),
     timings (seconds), GRPO's prompts (``prompts``, a description) and its held-out curve, each
     stage's :func:`helpers.comparison.extended_summary` on GSM8K (``stages``) and :func:`paired_tests`
@@ -305,7 +307,8 @@ def build_summary(profile: Profile, results: dict, timings: dict, *, reward_set:
         "profile": asdict(profile),
         "reward_set": reward_set,
         "cold_start_examples": (cold_start.examples if cold_start else
-                                profile.cold_start_examples if reused_cold_start else 0),
+                                profile.cold_start_examples + profile.cold_start_problems if reused_cold_start
+                                else 0),
         "cold_start_reused": str(reused_cold_start) if reused_cold_start else None,
         "distributed": {"processes": processes,
                         "per_device_train_batch_size": profile.per_device_train_batch_size,

@@ -57,10 +57,11 @@ def build_grpo_config(profile: Profile, output_dir: str | Path, report_to: str =
     ``beta``, ``epsilon`` and ``scale_rewards`` come from the profile, never TRL's defaults.
     ``fp16``/``bf16`` come from :func:`helpers.hardware.mixed_precision_flags`, the source of the
     model's dtype too. With a curriculum (``profile.curriculum``) the prompts are read in the
-    dataset's order (``shuffle_dataset=False``), else shuffled. Checkpoints every ``profile.save_steps`` steps (none when 0). Rollouts: an
-    Unsloth profile's own vLLM engine (``fast_inference``), TRL's vLLM server mode when
-    ``profile.vllm_server_url`` is set, else HF ``generate``. Processes other than the main one
-    log errors only (``log_level_replica``).
+    dataset's order (``shuffle_dataset=False``), else shuffled. Checkpoints every
+    ``profile.save_steps`` steps (none when 0). Rollouts: an Unsloth profile's own vLLM engine
+    (``fast_inference``), TRL's vLLM server mode when ``profile.vllm_server_url`` is set, else HF
+    ``generate`` (:mod:`helpers.rollouts` with ``profile.fast_rollouts``). Processes other than the
+    main one log errors only (``log_level_replica``).
 
     Raises:
         ValueError: the profile's precision does not fit this GPU (:func:`helpers.hardware.precision`).

@@ -110,3 +110,18 @@ def test_adapter_folder_without_an_adapter_is_one_line_and_exit_2(monkeypatch, c
     assert main(["evaluate", "--adapter", str(tmp_path), "--profile", "cpu"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "adapter_config.json not found" in err
+
+
+def test_pass_at_k_command_reaches_evaluate_run_with_the_run_folder(monkeypatch, capsys, tmp_path):
+    # bug: --run was stored as args.run, the name of the command function, so the command crashed
+    calls = []
+
+    def evaluate_run(run_dir, profile, n=8, problems=32):
+        calls.append((run_dir, profile.name, n, problems))
+        summary = {f"pass@{k}": {"value": v} for k, v in ((1, 0.25), (8, 0.5))}
+        return {"stages": {"grpo": {"all": summary}}}
+
+    monkeypatch.setattr("helpers.pass_at_k.evaluate_run", evaluate_run)
+    assert main(["pass-at-k", "--run", str(tmp_path), "--profile", "cpu", "--n", "4", "--problems", "2"]) == 0
+    assert calls == [(tmp_path, "cpu", 4, 2)]
+    assert "pass@1 25.0 %, pass@8 50.0 %" in capsys.readouterr().out

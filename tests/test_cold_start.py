@@ -52,7 +52,7 @@ def test_cold_start_trains_the_assistant_turn_only_and_saves_a_merged_model(tiny
 
     from helpers.models import load_model
 
-    profile = shortened(PROFILES["cpu"])
+    profile = shortened(PROFILES["cpu"]).replace(cold_start_problems=0)  # 4 GSM8K rows only: one step
     cold = train_cold_start(profile, tmp_path, n=4, model_path=tiny_model_dir)
     assert cold.model_dir == tmp_path / COLD_START_DIR and cold.examples == 4
     assert (cold.model_dir / "model.safetensors").exists() and (cold.model_dir / "tokenizer.json").exists()
@@ -87,3 +87,18 @@ def test_labels_cover_only_the_assistant_turn(gsm8k_dir, smollm2_dir):
     assert batch["input_ids"][0][: len(prompt_ids)].tolist() == prompt_ids
     assert batch["labels"][0][: len(prompt_ids)].eq(-100).all()
     assert (batch["labels"][0][len(prompt_ids):] != -100).all()
+
+
+def test_sft_dataset_mixes_in_course_written_problems_that_earn_the_full_reward(gsm8k_dir):
+    from helpers.problems import make_problems
+
+    ds = build_sft_dataset(4, problems=6)
+    gsm8k = build_sft_dataset(4)
+    assert len(ds) == 10 and set(gsm8k["question"]) <= set(ds["question"])
+    written = [q for q in ds["question"] if q not in gsm8k["question"]]
+    expected = [p.question for ops, k in ((1, 3), (2, 3)) for p in make_problems(k, ops=ops, split="train", seed=1000)]
+    assert sorted(written) == sorted(expected)  # half one-operation, half two-operation, train split
+    totals = [sum(v) for v in zip(*(f(prompts=ds["prompt"], completions=ds["completion"], answer=ds["answer"])
+                                    for f in REWARD_FUNCS))]
+    assert all(t == 4.0 for q, t in zip(ds["question"], totals) if q in written)
+    assert build_sft_dataset(4, problems=6)["question"] == ds["question"]  # a fixed order

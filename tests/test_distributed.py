@@ -72,9 +72,10 @@ def test_vllm_server_is_for_plain_trl_and_zero3_has_no_cold_start(monkeypatch):
     monkeypatch.setenv("ACCELERATE_DEEPSPEED_ZERO_STAGE", "3")
     with pytest.raises(SetupError, match="ZeRO-3 shards the weights that the cold start merges"):
         check_launch(PROFILES["cpu"], cold_start=True)
-    assert check_launch(PROFILES["cpu"], cold_start=False) == 8
+    cpu_batch = PROFILES["cpu"].per_device_train_batch_size  # 4 prompts x 8 completions, one process
+    assert check_launch(PROFILES["cpu"], cold_start=False) == cpu_batch == 32
     monkeypatch.setenv("ACCELERATE_DEEPSPEED_ZERO_STAGE", "2")
-    assert check_launch(PROFILES["cpu"], cold_start=True) == 8
+    assert check_launch(PROFILES["cpu"], cold_start=True) == cpu_batch
 
 
 def test_cli_reports_a_setup_error_in_one_line_from_the_main_process_only(monkeypatch, capsys):
@@ -116,7 +117,7 @@ def test_metrics_csv_is_written_by_the_main_process_only(tmp_path):
 def test_summary_without_evaluation_says_why_and_keeps_the_batch():
     from helpers.pipeline import build_summary
 
-    training = SimpleNamespace(processes=4, global_batch=32)
+    training = SimpleNamespace(processes=4, global_batch=32, heldout=[])
     summary = build_summary(PROFILES["cuda"], {}, {"grpo_s": 10.0}, reward_set="checked", dataset=None,
                             training=training, skipped="DeepSpeed ZeRO-3 shards the weights")
     assert summary["evaluation"] == {"skipped": "DeepSpeed ZeRO-3 shards the weights"}

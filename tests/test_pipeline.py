@@ -48,7 +48,7 @@ def test_summary_has_provenance_stages_and_paired_tests(smoke_run):
     s = json.loads((smoke_run.output_dir / SUMMARY_FILE).read_text())
     assert s == smoke_run.summary
     assert s["command"] == "pytest smoke run" and s["created_utc"] and "CPU cores" in s["machine"]
-    assert s["reward_set"] == "checked" and s["cold_start_examples"] == 8
+    assert s["reward_set"] == "checked" and s["cold_start_examples"] == 8 + 8  # GSM8K + course-written
     assert s["profile"]["max_steps"] == 2 and s["evaluation"]["n"] == 4
     assert s["evaluation"]["decoding"]["temperature"] == 0.0
     assert list(s["stages"]) == ["base", "cold_start", "grpo"]
@@ -148,6 +148,6 @@ def test_a_reused_cold_start_is_recorded_with_its_examples():
 
     profile = PROFILES["cpu"].replace(cold_start_examples=96)
     summary = build_summary(profile, {}, {}, reward_set="layout", dataset=None, reused_cold_start="outputs/a/cold_start")
-    assert summary["cold_start_examples"] == 96 and summary["cold_start_reused"] == "outputs/a/cold_start"
+    assert summary["cold_start_examples"] == 96 + 80 and summary["cold_start_reused"] == "outputs/a/cold_start"
     fresh = build_summary(profile.replace(cold_start_examples=0), {}, {}, reward_set="checked", dataset=None)
     assert fresh["cold_start_examples"] == 0 and fresh["cold_start_reused"] is None

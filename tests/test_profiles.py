@@ -83,6 +83,7 @@ def test_shortened_keeps_the_objective_and_a_valid_group_shape(tmp_path, name):
     full, quick = PROFILES[name], shortened(PROFILES[name])
     assert quick.name == f"{name}-quick" and quick.max_steps == 2 and quick.eval_questions == 4
     assert quick.cold_start_examples == min(full.cold_start_examples, 8)
+    assert quick.cold_start_problems == min(full.cold_start_problems, 8)
     assert (quick.loss_type, quick.beta, quick.epsilon) == (full.loss_type, full.beta, full.epsilon)
     assert quick.per_device_train_batch_size % quick.num_generations == 0
 
@@ -136,3 +137,14 @@ def test_gpu_profiles_save_checkpoints_and_the_cpu_run_does_not(tmp_path, name, 
         assert (config.save_strategy, config.save_steps, config.save_total_limit) == ("steps", steps, 2)
     else:
         assert config.save_strategy == "no"
+
+
+def test_format_recipe_is_the_first_reference_runs_recipe():
+    from helpers.profiles import format_recipe, shortened
+
+    first = format_recipe(PROFILES["cpu"])
+    assert (first.cold_start_examples, first.cold_start_problems, first.curriculum) == (160, 0, ())
+    assert (first.per_device_train_batch_size, first.max_completion_length, first.temperature) == (8, 160, 1.0)
+    assert (first.max_steps, first.learning_rate, first.eval_questions, first.heldout_problems) == (20, 3e-4, 64, 0)
+    quick = format_recipe(shortened(PROFILES["cpu"]))  # notebook 05 in CI: still smoke size
+    assert quick.name == "cpu-quick" and quick.max_steps == 2 and quick.cold_start_examples == 8
