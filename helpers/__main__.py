@@ -179,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--adapter", required=True, type=existing_dir,
                           help="saved LoRA adapter folder (from `train`)")
     evaluate.add_argument("--n", type=positive_int,
-                          help="first N test questions; default the profile's eval_questions (cpu 64, t4 all)")
+                          help="first N test questions; default the profile's eval_questions (cpu 32, t4 all)")
     evaluate.add_argument("--profile", choices=sorted(PROFILES), help="default: picked from the hardware")
     evaluate.add_argument("--greedy", action="store_true",
                           help="greedy decoding instead of the profile's training sampling")

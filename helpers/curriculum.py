@@ -2,9 +2,11 @@
 
 GRPO learns only from groups whose completions score differently (a group that is all right or all
 wrong has zero advantages). So the prompts must sit where the policy succeeds *sometimes*. A 135M
-model after its cold start solves about a third of one-operation word problems and almost no GSM8K
-question; the curriculum starts there and moves up: one operation, then two, then GSM8K train
-questions, as the R1-style recipe's curriculum "from single-variable equations upward" does.
+model after its cold start solves about half of one-operation word problems greedily (36 of 64 in
+``results/cpu-curriculum``), few two-operation ones and almost no GSM8K question; the curriculum
+starts there and moves up: one operation, then two, then GSM8K train questions, as the course's
+source material describes the R1-style recipe ("a dynamic curriculum from single-variable
+equations upward").
 
 A schedule is a tuple of :class:`Phase`: each takes a share of the steps and names its source
 (course-written problems of a difficulty, :mod:`helpers.problems`, or GSM8K train).

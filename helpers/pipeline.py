@@ -89,7 +89,6 @@ def run_pipeline(profile: Profile, output_dir=None, *, reward_set: str = "checke
         FileNotFoundError: ``cold_start_dir`` has no model.
     """
     from .cold_start import train_cold_start
-    from .data import load_gsm8k
     from .distributed import check_launch, is_main_process, zero3_launch
     from .rewards import REWARD_SETS
     from .training import train

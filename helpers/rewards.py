@@ -48,6 +48,8 @@ _TAGS = ("<reasoning>", "</reasoning>", "<answer>", "</answer>")
 _INT_RE = re.compile(r"[-+]?\d+")
 _ALNUM_RE = re.compile(r"[^\W_]")  # a letter or digit, any script
 _NUMBER_RE = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
+_NUM = r"(\d+(?:,\d{3})*(?:\.\d+)?)"
+_EQUATION_RE = re.compile(_NUM + r"\s*([-+*/x×÷−])\s*" + _NUM + r"\s*=\s*" + _NUM)  # a op b = c
 
 
 def completion_texts(completions) -> list[str]:
@@ -132,11 +134,30 @@ def is_real_reasoning(block: str | None, sources: list[str] = ()) -> bool:
     write exactly that, then answer with one of the question's numbers, under the earlier check
     ("a digit"). Still a check, not a proof of work: ``"2 + 2 = 4"`` passes where the question has no 4.
     Only the correctness reward cannot be paid without solving the problem.
+
+    A true one-operation equation also counts, when its result happens to be in the question: the
+    ``81 / 9 = 9`` of "81 cards into boxes of 9" (a bug: that correct solution was paid no format
+    reward). ``35 / 5 = 35`` is no such equation.
     """
     if block is None or is_placeholder(block, sources):
         return False
     known = set().union(*(numbers_in(s) for s in sources)) if sources else set()
-    return bool(numbers_in(block) - known)
+    return bool(numbers_in(block) - known) or has_true_equation(block)
+
+
+def has_true_equation(text: str) -> bool:
+    """True when ``text`` holds an equation ``a op b = c`` (op one of ``+ - * / x × ÷``) that holds
+    exactly: ``"81 / 9 = 9"`` -> True, ``"35 / 5 = 35"`` -> False, ``"1,000 - 1 = 999"`` -> True."""
+    from fractions import Fraction
+
+    apply = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "−": lambda a, b: a - b,
+             "*": lambda a, b: a * b, "x": lambda a, b: a * b, "×": lambda a, b: a * b,
+             "/": lambda a, b: a / b if b else None, "÷": lambda a, b: a / b if b else None}
+    for a, op, b, c in _EQUATION_RE.findall(text):
+        a, b, c = (Fraction(v.replace(",", "")) for v in (a, b, c))
+        if apply[op](a, b) == c:
+            return True
+    return False
 
 
 def is_parseable_answer(block: str | None) -> bool:

@@ -64,3 +64,18 @@ def test_problems_dataset_is_shaped_like_gsm8k():
     assert set(ds.column_names) == {"question", "prompt", "answer", "ops", "kind"}
     assert ds[0]["prompt"][-1] == {"role": "user", "content": ds[0]["question"]}
     assert "not GSM8K" in ds.info.description and "2 ops up to 20" in ds.info.description
+
+
+@pytest.mark.parametrize("ops", [1, 2, 3])
+def test_every_worked_solution_earns_the_full_reward_with_its_prompt(ops):
+    # bug found in review: "81 / 9 = 9" (9 is in the question) earned no format reward
+    from helpers.cold_start import format_solution
+    from helpers.data import make_prompt
+    from helpers.rewards import REWARD_FUNCS
+
+    problems = make_problems(200, ops=ops, split="train", seed=1000)  # the cold start's draw
+    prompts = [make_prompt(p.question) for p in problems]
+    completions = [[{"role": "assistant", "content": format_solution(p.solution)}] for p in problems]
+    totals = [sum(v) for v in zip(*(f(prompts=prompts, completions=completions, answer=[p.answer for p in problems])
+                                    for f in REWARD_FUNCS))]
+    assert [p.question for p, t in zip(problems, totals) if t != 4.0] == []

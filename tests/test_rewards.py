@@ -208,6 +208,25 @@ def test_restating_a_fact_of_the_question_earns_nothing_but_a_lucky_right_answer
     assert R.is_real_reasoning("Hugo has 35 cookies and 5 friends.")  # without the question, 35 is new
 
 
+def test_a_right_equation_whose_result_is_in_the_question_is_real_work():
+    """Bug found in review: "81 cards into boxes of 9" is solved by ``81 / 9 = 9``, and 9 is in the
+    question, so the new-number rule paid that right solution no format reward (2.0 instead of 4.0,
+    tied with a formatted wrong answer). A true equation now counts; a false one does not."""
+    question = "Ravi puts 81 cards into boxes of 9. How many boxes does he fill?"
+    prompts = [[{"role": "user", "content": question}]]
+
+    def total(text, gold="9"):
+        conv = [[{"role": "assistant", "content": text}]]
+        return sum(f(prompts=prompts, completions=conv, answer=[gold])[0] for f in R.REWARD_FUNCS)
+
+    assert total(formatted("9", "81 / 9 = 9.")) == 4.0
+    assert total(formatted("9", "81 ÷ 9 = 9 boxes.")) == 4.0
+    assert total(formatted("81", "81 / 9 = 81")) == 0.0  # a false equation of the question's numbers
+    assert total(formatted("9", "Ravi puts 81 cards into boxes of 9.")) == 2.0  # a copied fact: correctness only
+    assert [R.has_true_equation(t) for t in ("1,000 - 1 = 999", "2.5 * 2 = 5", "3 x 4 = 12", "6 / 0 = 0", "7 = 7")] \
+        == [True, True, True, False, False]
+
+
 # ---- Failure kind of issue 11: a sentence inside <answer> ---------------------------------
 
 @pytest.mark.parametrize("answer, gold, correct, integer", [
