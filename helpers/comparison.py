@@ -270,11 +270,20 @@ def check_adapter_dir(adapter_dir) -> Path:
 def adapter_base(adapter_dir, model_path=None):
     """The model an adapter was trained on: ``model_path`` if given, else the run's merged cold
     start (``cold_start/`` beside ``adapter_dir``, as :func:`helpers.pipeline.run_pipeline` writes
-    it), else ``None`` (the profile's model)."""
+    it), else the local model folder its ``adapter_config.json`` names (a run that reused another
+    run's cold start, ``--cold-start DIR``), else ``None`` (the profile's model)."""
+    import json
+
     if model_path is not None:
         return model_path
     cold_start = Path(adapter_dir).parent / "cold_start"
-    return cold_start if (cold_start / "config.json").exists() else None
+    if (cold_start / "config.json").exists():
+        return cold_start
+    config = Path(adapter_dir) / "adapter_config.json"
+    named = json.loads(config.read_text()).get("base_model_name_or_path") if config.exists() else None
+    # Bug: a run with --cold-start DIR has no cold_start/ beside its adapter; the adapter was then
+    # loaded on the raw base model and evaluated as garbage (0 % where the run measured 7 %).
+    return Path(named) if named and (Path(named) / "config.json").exists() else None
 
 
 def load_with_adapter(profile, adapter_dir, model_path=None):

@@ -421,6 +421,10 @@ def _serve() -> None:
     logging.getLogger("math_verify").setLevel(logging.ERROR)  # silence "timeout disabled"
     out = sys.stdout
     sys.stdout = sys.stderr  # stray prints must not corrupt the protocol
+    # Warm up before "ready": Math-Verify's first comparison loads its LaTeX grammar and sympy's
+    # parsers (over 1 s on a busy machine), which would otherwise count against the first
+    # comparison's time limit and grade a right answer wrong (seen in CI under load: \sqrt{4} vs 2).
+    _mv_compare("\\sqrt{4}", "2")
     out.write("ready\n")
     out.flush()
     for line in sys.stdin:

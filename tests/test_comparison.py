@@ -337,3 +337,26 @@ def test_kind_numpy_integer_counts(to_int):
 def test_numpy_non_counts_are_still_rejected(bad):
     with pytest.raises(ValueError, match="non-negative integer"):
         mcnemar_exact_p(bad, 6)
+
+
+def test_adapter_base_follows_a_reused_cold_start_named_in_the_adapter_config(tmp_path):
+    # bug: a run with --cold-start DIR has no cold_start/ beside its adapter, so its adapter was
+    # loaded on the raw base model (0 % accuracy where the run itself measured 7 %)
+    import json
+
+    from helpers.comparison import adapter_base
+
+    reused = tmp_path / "first-run" / "cold_start"
+    reused.mkdir(parents=True)
+    (reused / "config.json").write_text("{}")
+    adapter = tmp_path / "second-run" / "lora_adapter"
+    adapter.mkdir(parents=True)
+    (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(reused)}))
+    assert adapter_base(adapter) == reused
+    assert adapter_base(adapter, model_path="elsewhere") == "elsewhere"
+    (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "HuggingFaceTB/x"}))
+    assert adapter_base(adapter) is None  # a hub id: the profile's model
+    beside = adapter.parent / "cold_start"
+    beside.mkdir()
+    (beside / "config.json").write_text("{}")
+    assert adapter_base(adapter) == beside  # the run's own cold start wins
