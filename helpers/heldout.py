@@ -27,21 +27,19 @@ COLUMNS = ("heldout/accuracy", "heldout/accuracy_format_free", "heldout/seconds"
 
 
 def score_heldout(completions: list[str], answers: list[str]) -> dict:
-    """``{"heldout/accuracy", "heldout/accuracy_format_free"}`` of completions against labels: the
-    ``<answer>`` block (:func:`helpers.grading.extract_answer`) and the last number
-    (:func:`helpers.prompting.last_number`), each graded by :func:`helpers.grading.is_equivalent`.
+    """``{"heldout/accuracy", "heldout/accuracy_format_free"}`` of completions against labels, graded
+    as the final evaluation grades them (:func:`helpers.evaluation.score`: the ``<answer>`` block,
+    and the last number whatever the format).
 
     Raises:
         ValueError: the lists differ in length, or are empty.
     """
-    from .grading import extract_answer, is_equivalent
-    from .prompting import last_number
+    from .evaluation import score, summarize
 
     if len(completions) != len(answers) or not answers:
         raise ValueError(f"{len(completions)} completions for {len(answers)} answers")
-    strict = sum(bool(is_equivalent(extract_answer(c), a, warn=False)) for c, a in zip(completions, answers))
-    free = sum(bool(is_equivalent(last_number(c), a, warn=False)) for c, a in zip(completions, answers))
-    return {COLUMNS[0]: strict / len(answers), COLUMNS[1]: free / len(answers)}
+    summary = summarize(score([""] * len(answers), list(answers), list(completions)))
+    return {COLUMNS[0]: summary["accuracy"], COLUMNS[1]: summary["accuracy_format_free"]}
 
 
 class HeldoutAccuracy(TrainerCallback):

@@ -240,12 +240,19 @@ def evaluate_stages(profile: Profile, model, tokenizer, adapter_dir, *, has_cold
             model, tokenizer, data, adapter_dir, n=n, **settings,
             labels=(STAGE_LABELS[start] + label, STAGE_LABELS["grpo"] + label))
     del base_model
+    for result in out.get("problems", {}).values():
+        tag_levels(result, problems)
+    return (out["gsm8k"], out.get("problems", {})), test.info.description
+
+
+def tag_levels(result, problems) -> None:
+    """Write each problem's difficulty (:func:`helpers.curriculum.source_name`, e.g. ``"1 op up to
+    20"``) into the matching record of ``result`` (an ``EvalResult`` of those problems, in order), as
+    :func:`problems_summary` needs."""
     from .curriculum import source_name
 
-    for result in out.get("problems", {}).values():
-        for record, problem in zip(result.records, problems):
-            record["level"] = source_name(problem.ops, problem.max_number)
-    return (out["gsm8k"], out.get("problems", {})), test.info.description
+    for record, problem in zip(result.records, problems, strict=True):
+        record["level"] = source_name(problem.ops, problem.max_number)
 
 
 def paired_tests(first, last) -> dict:
