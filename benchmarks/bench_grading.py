@@ -1,7 +1,11 @@
-"""Grading speed: our grader vs plain Math-Verify on the 1,319 GSM8K test labels.
+"""Grading speed: our grader vs plain Math-Verify, two rows.
 
-Each label becomes a well-formatted completion (the GSM8K solution as reasoning, the label
-as answer), graded against the label. Prints completions/second and accuracy for both.
+1. The 1,319 GSM8K test labels: each becomes a well-formatted completion (the GSM8K solution
+   as reasoning, the label as answer), graded against the label.
+2. The in-scope cases other projects' suites wrote (``tests/data/external_grading_cases.json``,
+   issue 20): radicals, LaTeX fractions, free text, where Math-Verify's own cost shows.
+
+Prints completions/second and how many grade as expected for both.
 
     GSM8K_DIR=/path/to/gsm8k python benchmarks/bench_grading.py
 """
@@ -12,8 +16,11 @@ import os
 import time
 from pathlib import Path
 
+from helpers import grading
 from helpers.data import extract_hash_answer
 from helpers.grading import extract_answer, is_equivalent
+
+from grader_vs_suites import load_cases, ours as suite_ours, plain_math_verify as suite_math_verify
 
 DEFAULT_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "gsm8k"
 
@@ -38,6 +45,20 @@ def plain_math_verify(texts, golds) -> list[bool]:
     return [verify(parse(g), parse(t)) for t, g in zip(texts, golds)]
 
 
+def external_cases() -> list[dict]:
+    """The in-scope external cases, graded by ``grader_vs_suites`` (this folder)."""
+    return [c for c in load_cases() if c["scope"] == "number"]
+
+
+def row(name, grade, texts, golds, expected) -> None:
+    grading._VERDICTS.clear()  # no cached Math-Verify verdicts from the warm-up
+    start = time.perf_counter()
+    results = grade(texts, golds)
+    seconds = time.perf_counter() - start
+    right = sum(r == e for r, e in zip(results, expected))
+    print(f"{name:24s} {len(texts) / seconds:12,.0f} completions/s   as expected {right}/{len(texts)}")
+
+
 def main() -> None:
     logging.getLogger("math_verify").setLevel(logging.ERROR)
     texts, golds = completions_and_golds()
@@ -45,11 +66,11 @@ def main() -> None:
     ours(texts[:5], golds[:5])
     print(f"{len(texts)} GSM8K test completions")
     for name, grade in [("ours (helpers.grading)", ours), ("plain Math-Verify", plain_math_verify)]:
-        start = time.perf_counter()
-        results = grade(texts, golds)
-        seconds = time.perf_counter() - start
-        print(f"{name:24s} {len(texts) / seconds:12,.0f} completions/s   "
-              f"correct {sum(results)}/{len(results)}")
+        row(name, grade, texts, golds, [True] * len(texts))
+    cases = external_cases()
+    print(f"\n{len(cases)} in-scope cases from other projects' test suites")
+    for name, grade in [("ours (helpers.grading)", suite_ours), ("plain Math-Verify", suite_math_verify)]:
+        row(name, lambda cs, _: [grade(c) for c in cs], cases, None, [c["expected"] for c in cases])
 
 
 if __name__ == "__main__":

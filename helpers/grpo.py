@@ -76,7 +76,32 @@ def completion_logps(model, prompt_ids, prompt_mask, completion_ids, completion_
     return per_token_logps(logits[:, -width - 1 : -1], completion_ids, temperature)
 
 
-def completion_mask(completion_ids: torch.Tensor, eos_token_id: int | Sequence[int]) -> torch.Tensor:
+def stop_token_ids(tokenizer, generation_config=None) -> list[int]:
+    """Every token id that ends a completion, for a tokenizer (and its model's generation config).
+
+    The tokenizer's EOS, the generation config's EOS ids, and the pad token when it is an
+    end-of-text token. Qwen2.5-Instruct: EOS ``<|im_end|>`` (151645), pad ``<|endoftext|>``
+    (151643), ``generation_config.eos_token_id = [151645, 151643]``: a completion that ends
+    with ``<|endoftext|>`` has ended too, so both are stop ids even without the config.
+    SmolLM2: ``[2]`` (``<|im_end|>``, also its pad).
+
+    Raises:
+        ValueError: no stop token at all (the tokenizer has no EOS and no config gives one).
+    """
+    ids: list[int] = []
+    for value in (tokenizer.eos_token_id, getattr(generation_config, "eos_token_id", None)):
+        ids += [value] if isinstance(value, int) else list(value or [])
+    pad = getattr(tokenizer, "pad_token", None)
+    if pad is not None and ("endoftext" in pad or pad == tokenizer.eos_token):
+        ids.append(tokenizer.pad_token_id)
+    ids = list(dict.fromkeys(i for i in ids if i is not None))
+    if not ids:
+        raise ValueError("no stop token: the tokenizer has no EOS and no generation config gives one")
+    return ids
+
+
+def completion_mask(completion_ids: torch.Tensor,
+                    eos_token_id: int | Sequence[int] | object) -> torch.Tensor:
     """1 for the real tokens of each completion, up to and including its first stop token, 0 after.
 
     As TRL builds it: the stop token is part of the completion (the policy chose to stop, and
@@ -88,7 +113,8 @@ def completion_mask(completion_ids: torch.Tensor, eos_token_id: int | Sequence[i
         completion_ids: ``(B, T)`` generated token ids, right-padded.
         eos_token_id: the id that ends a completion, or several (any of them ends it), e.g.
             Qwen2.5-Instruct's ``generation_config.eos_token_id = [151645, 151643]``
-            (``<|im_end|>``, ``<|endoftext|>``; the pad token is ``<|endoftext|>`` too).
+            (``<|im_end|>``, ``<|endoftext|>``; the pad token is ``<|endoftext|>`` too), or a
+            tokenizer: then its :func:`stop_token_ids` (the default to use: both Qwen ids).
 
     Returns:
         ``(B, T)`` int mask.
@@ -98,6 +124,8 @@ def completion_mask(completion_ids: torch.Tensor, eos_token_id: int | Sequence[i
     """
     if completion_ids.dim() != 2:
         raise ValueError(f"completion_ids must be (B, T), got shape {tuple(completion_ids.shape)}")
+    if hasattr(eos_token_id, "eos_token_id"):  # a tokenizer
+        eos_token_id = stop_token_ids(eos_token_id)
     stop_ids = torch.as_tensor(eos_token_id, device=completion_ids.device).flatten()
     if stop_ids.numel() == 0:
         raise ValueError("eos_token_id must be one token id or a non-empty list of ids")

@@ -367,6 +367,7 @@ def _generate_hf(model, tokenizer, texts, max_new_tokens, temperature, top_p, se
     top-k, as TRL's rollouts), one prompt pass per repeated prompt, finished rows dropped."""
     import torch
 
+    from .grpo import stop_token_ids
     from .rollouts import sample
 
     tokenizer.padding_side = "left"
@@ -377,7 +378,8 @@ def _generate_hf(model, tokenizer, texts, max_new_tokens, temperature, top_p, se
         batch = tokenizer(texts[start : start + batch_size], return_tensors="pt", padding=True,
                           add_special_tokens=False).to(model.device)
         new_tokens = sample(model, batch["input_ids"], batch["attention_mask"], max_new_tokens=max_new_tokens,
-                            eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+                            eos_token_id=stop_token_ids(tokenizer, getattr(model, "generation_config", None)),
+                            pad_token_id=tokenizer.pad_token_id,
                             temperature=temperature, top_p=top_p)
         completions += tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
     return completions

@@ -163,7 +163,8 @@ def has_true_equation(text: str) -> bool:
 def is_parseable_answer(block: str | None) -> bool:
     """An answer block that holds a number after :func:`helpers.grading.normalize_answer`
     (``\\boxed{}`` unwrapped): ``18``, ``$1,234``, ``-3``, ``0.5``, ``3/4``, ``18 dollars``.
-    ``...``, ``x``, ``3,5`` or ``None`` -> False (GSM8K's answers are all numbers)."""
+    ``3,5`` (a decimal comma: 3.5). ``...``, ``x`` or ``None`` -> False (GSM8K's answers are
+    all numbers)."""
     if block is None:
         return False
     return parse_number(normalize_answer(extract_boxed(block) or block)) is not None

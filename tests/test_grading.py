@@ -1,6 +1,7 @@
 """Tests for helpers.grading: extraction, normalization, equivalence, time limit."""
 
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 
@@ -62,9 +63,10 @@ def test_extract_answer(text, expected):
 @pytest.mark.parametrize("raw, expected", [
     ("$1,234", "1234"),
     ("\\$1,234,567", "1234567"),
-    ("3,5", "3,5"),
-    ("2,50", "2,50"),
-    ("1,2345", "1,2345"),
+    ("3,5", "3.5"),  # a decimal comma (Math-Verify reads it so too), issue 20
+    ("2,50", "2.50"),
+    ("1,2345", "1.2345"),
+    ("0,500", "0.500"),  # a leading 0 group is never thousands
     ("\u22123", "-3"),
     ("**18**", "18"),
     ("\\text{18}", "18"),
@@ -238,3 +240,108 @@ def test_normalize_answer_issue11_rules(raw, expected):
 ])
 def test_parse_number_arithmetic(s, expected):
     assert parse_number(s) == expected
+
+
+# ---- Failure kinds of issue 20 (found by running other projects' test suites) ---------------
+
+@pytest.mark.parametrize("pred, gold, expected", [
+    ("\\sqrt3", "\\sqrt{3}", True), ("\\sqrt 2+\\sqrt 5", "\\sqrt{2}+\\sqrt{5}", True),
+    ("\\cfrac{3}{4}", "0.75", True), ("\\cfrac{1}{3}", "1/3", True), ("\\sqrt2", "\\sqrt{2}", True),
+    ("10\\sqrt3 + \\sqrt{4}", "10\\sqrt{3} + 2", True), ("\\sqrt{2}", "1/3", False),
+    ("\\sqrt 324", "18", False),  # TeX's \sqrt takes one token: this is 24 sqrt(3), as Math-Verify reads it
+    ("\\sqrt 324", "24\\sqrt{3}", True), ("1 - \\sqrt{2}", "1", False), ("1 +", "1", False),
+])
+def test_kind_math_verify_rewrites_are_not_partial_parses(pred, gold, expected):
+    """The old guard compared Math-Verify's *normalised* string with the input: every rewrite
+    (\\sqrt3 -> \\sqrt{3}) failed. What it protected against, a part standing for the whole,
+    is tested directly: an input that does not parse whole never matches."""
+    _check_kind(pred, gold, expected)
+
+
+def test_a_fraction_gold_grades_symbolic_predictions_without_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GradingWarning)
+        assert is_equivalent("\\sqrt{2}", "1/3") is False
+        assert is_equivalent("\\frac{2}{6}", "1/3") is True
+
+
+def test_mv_parse_refuses_what_does_not_parse_whole():
+    from helpers.grading import _mv_parse
+
+    assert _mv_parse("\\frac{63}{400") is None and _mv_parse("1 +") is None
+    assert str(_mv_parse("\\sqrt3")) == "sqrt(3)"
+
+
+@pytest.mark.parametrize("pred, gold, expected", [
+    ("125\\textnormal{ miles}", "125", True), ("125\\textit{ miles}", "125", True),
+    ("7\\textsf{ cm}", "7", True), ("125\\textnormal{ miles}", "12", False),
+])
+def test_kind_all_text_commands_unwrap(pred, gold, expected):
+    _check_kind(pred, gold, expected)
+
+
+@pytest.mark.parametrize("pred, gold, expected", [
+    ("32,\\! 349", "32349", True), ("32{,} 349", "32349", True), ("1{,}234{,}567", "1234567", True),
+    ("32,\\!349", "32349", True), ("32,\\! 349", "32", False), ("32,\\! 349", "349", False),
+])
+def test_kind_latex_thousands_separators_with_a_space(pred, gold, expected):
+    _check_kind(pred, gold, expected)
+
+
+@pytest.mark.parametrize("pred, gold, expected", [
+    ("0,500", "500", False), ("00,123", "123", False), ("0,111", "111", False),  # false positives
+    ("0,111", "0.111", True), ("0,500", "0.5", True), ("1000,99", "1000.99", True),
+    ("3,5", "3.5", True), ("3,5", "35", False), ("1,234", "1234", True), ("1,234", "1.234", False),
+    ("1 000", "1000", True), ("1 000 000", "1000000", True), ("0 500", "500", False),
+    ("Soucis : 2,74 $", "2.74", True),
+])
+def test_kind_leading_zero_group_is_a_decimal_not_thousands(pred, gold, expected):
+    _check_kind(pred, gold, expected)
+
+
+@pytest.mark.parametrize("pred, gold, expected", [
+    ("5x - 7y + 11z + 4 = 0", "x + y - z + 2 = 0", False), ("x = 2", "y = 2", False),
+    ("x = 18", "18", True), ("f(x) = 1", "1", True), ("x = 18", "x = 18", True), ("n = 5", "5", True),
+    ("2x = 18", "18", False), ("2x = 18", "9", False), ("7 = 11a + c", "11a + c", False),
+    ("12 + 6 = 18", "18", True), ("x = 1/3 \\approx 0.33", "1/3", True), ("x \\approx 11", "11", True),
+])
+def test_kind_an_equation_keeps_its_right_side_only_for_a_variable(pred, gold, expected):
+    _check_kind(pred, gold, expected)
+
+
+@pytest.mark.parametrize("pred, gold, expected", [
+    ("18dollars", "18", True), ("24 \\text{ cm}^2", "24", True), ("1,000.99m\u00b2", "1000.99", True),
+    ("15\\mbox{ cm}^2", "15", True), ("5 km^{2}", "5", True), ("18dollars", "1", False),
+    ("24 \\text{ cm}^2", "576", False), ("x^2", "x^{2}", True), ("2 pi^2", "2", False),
+])
+def test_kind_a_unit_glued_on_or_with_a_power(pred, gold, expected):
+    _check_kind(pred, gold, expected)
+
+
+@pytest.mark.parametrize("pred, gold, expected", [
+    ("Final Answer: The final answer is 12,000,023. I hope it is correct.", "12000023", True),
+    ("... so 3 + 5 = 8. Final Answer: The final answer is $14{,}916$. I hope it is correct.",
+     "14916", True),
+    ("P(A) = 2/3 Therefore, the probability that Alice wins is 2/3. <|im_start|>user", "2/3", True),
+    ("We get 5. Thus the total is 18 apples.", "18", True),
+    ("Thus the total is 18 apples. Then 4 more.", "18", False),  # a number follows the conclusion
+    ("The answer is 18. Wait, 3 + 4 = 7, so it is 20.", "18", False),  # hedging fails closed
+    ("Final Answer: The largest $n$ is 34.", "34", True),
+    ("Final Answer: The domain of $f(x)$ holds 19 points.", "19", True),
+    ("Answer \\( (9+1) \\)", "10", True), ("Answer: 18 <|im_end|> 20", "18", True),
+    ("\\boxed{255} so she has $10,455. The final answer is $10,455$.", "10455", True),
+    ("\\boxed{255} The answer is 10. Then 5 more years pass.", "255", True),  # box kept
+])
+def test_kind_free_text_is_graded_on_its_final_statement(pred, gold, expected):
+    _check_kind(extract_answer(pred) or pred, gold, expected)
+
+
+@pytest.mark.parametrize("pred, gold, expected", [
+    ("0.0833333333333333", "1/12", True), ("0.333333", "1/3", True), ("0.333334", "1/3", False),
+    ("0.666667", "2/3", True), ("0.666666", "2/3", True), ("-0.666667", "-2/3", True),
+    ("-0.666667", "2/3", False),
+    ("0.33", "1/3", False), ("0.333", "1/3", False), ("17.999999", "18", False),
+    ("0.0833333333333333", "1/13", False),
+])
+def test_kind_a_long_decimal_is_the_gold_rounded(pred, gold, expected):
+    _check_kind(pred, gold, expected)

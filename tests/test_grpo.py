@@ -2,6 +2,7 @@
 
 import math
 import statistics
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -325,6 +326,27 @@ def test_kind_completion_mask_with_several_stop_ids(stop_ids):
     assert torch.equal(grpo.completion_mask(ids, stop_ids), expected)
     with pytest.raises(ValueError, match="eos_token_id"):
         grpo.completion_mask(ids, [])
+
+
+def _tokenizer(eos, eos_id, pad, pad_id):
+    return SimpleNamespace(eos_token=eos, eos_token_id=eos_id, pad_token=pad, pad_token_id=pad_id)
+
+
+QWEN = _tokenizer("<|im_end|>", 151645, "<|endoftext|>", 151643)  # Qwen2.5-Instruct's tokenizer
+
+
+def test_kind_the_default_mask_stops_at_every_stop_id_of_the_tokenizer():
+    """Issue 20: passing the tokenizer (the default the notebooks use) stops at <|im_end|> and at
+    <|endoftext|>, its pad token, without naming both ids."""
+    assert grpo.stop_token_ids(QWEN) == [151645, 151643]
+    assert grpo.stop_token_ids(_tokenizer("<|im_end|>", 2, "<|im_end|>", 2)) == [2]  # SmolLM2
+    assert grpo.stop_token_ids(_tokenizer("</s>", 2, "<unk>", 0)) == [2]  # a pad that is no end
+    config = SimpleNamespace(eos_token_id=[151645, 151643])
+    assert grpo.stop_token_ids(_tokenizer("<|im_end|>", 151645, None, None), config) == [151645, 151643]
+    ids = torch.tensor([[100, 200, 151643, 151643], [100, 151645, 151643, 151643]])
+    assert grpo.completion_mask(ids, QWEN).tolist() == [[1, 1, 1, 0], [1, 1, 0, 0]]
+    with pytest.raises(ValueError, match="no stop token"):
+        grpo.stop_token_ids(_tokenizer(None, None, None, None))
 
 
 @pytest.mark.parametrize("rewards", [torch.tensor([1, 0, 0, 1]), torch.tensor([True, False, False, True]),

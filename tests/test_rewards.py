@@ -166,7 +166,7 @@ def test_content_helpers_on_their_own():
     assert not R.is_placeholder(None)
     assert R.is_real_reasoning("16 - 3 - 4 = 9") and not R.is_real_reasoning("no digits here")
     assert [R.is_parseable_answer(x) for x in ("18", "$1,234", "-3", "3/4", "\\boxed{7}", "3,5", "x", None)] \
-        == [True, True, True, True, True, False, False, False]
+        == [True, True, True, True, True, True, False, False]  # 3,5: a decimal comma
 
 
 def test_prompts_of_the_wrong_length_are_an_error():
