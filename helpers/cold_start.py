@@ -1,11 +1,15 @@
 """Cold start: supervised fine-tuning on worked solutions in the course format, before GRPO.
 
-DeepSeek-R1 (DeepSeek-AI 2025, section 2.3.1) first fine-tunes the base model on a few thousand
-long chain-of-thought examples in the wanted format, then runs RL: the "cold start". RL can only
-reinforce what the policy already samples, and GRPO learns nothing from a group whose
-completions all score the same. SmolLM2-135M never writes ``<reasoning>/<answer>`` on its own
-(strict format 0/32 on GSM8K test), so every group scores 0 and the LoRA never moves; after a
-cold start on 160 GSM8K *train* solutions it does so often enough for GRPO to have a signal.
+DeepSeek-R1-Zero (DeepSeek-AI 2025) learned to reason from its base model with RL alone, without
+SFT. DeepSeek-R1 then added a "cold start" (section 2.3.1): SFT on a few thousand long
+chain-of-thought examples before RL, to make the early RL stable and the answers readable. The
+course needs one for another reason. RL can only reinforce what the policy already samples, and
+GRPO learns nothing from a group whose completions all score the same. SmolLM2-135M never writes
+``<reasoning>/<answer>`` on its own (strict format on 0 of the first 64 GSM8K test questions,
+greedy: ``results/cpu-cold160-checked``). A completion without the tags earns 0 from every
+reward, so such a group gives GRPO no signal. After the CPU profile's cold start (80 GSM8K
+*train* solutions and 80 course-written worked problems) the valid format is there on 16 of 32
+GSM8K test questions (``results/cpu-curriculum``), and groups can differ.
 
 * :func:`format_solution` rewrites a GSM8K worked solution in the course format (calculator
   annotations ``<<48/2=24>>`` removed, the ``####`` label as the answer).

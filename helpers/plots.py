@@ -210,20 +210,44 @@ PIPELINE_STEPS = ("prompt q", "π_old samples\nG completions", "reward functions
                   "update π_θ\n(optimizer step)")
 
 
+def _box_row(ax, steps, y: float, highlight=(), gap: float = 1.4) -> None:
+    """Boxes joined by arrows, left to right, at height ``y`` (``highlight``: shaded indices)."""
+    for i, step in enumerate(steps):
+        ax.text(i * gap, y, step, ha="center", va="center", fontsize=9,
+                bbox=dict(boxstyle="round,pad=0.5", facecolor="tab:blue" if i in highlight else "white",
+                          alpha=0.25 if i in highlight else 1.0, edgecolor="k"))
+        if i < len(steps) - 1:
+            ax.annotate("", xy=(i * gap + 0.9, y), xytext=(i * gap + 0.5, y), arrowprops=dict(arrowstyle="->"))
+
+
 def plot_grpo_pipeline(show: bool = True):
     """One GRPO step as a row of boxes, prompt to update (:data:`PIPELINE_STEPS`). Returns the
     ``Figure``."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(12, 1.6), constrained_layout=True)
-    n = len(PIPELINE_STEPS)
-    gap = 1.4  # box centres, in axis units
-    for i, step in enumerate(PIPELINE_STEPS):
-        ax.text(i * gap, 0, step, ha="center", va="center", fontsize=9,
-                bbox=dict(boxstyle="round,pad=0.5", facecolor="tab:blue" if i in (1, 5) else "white",
-                          alpha=0.25 if i in (1, 5) else 1.0, edgecolor="k"))
-        if i < n - 1:
-            ax.annotate("", xy=(i * gap + 0.9, 0), xytext=(i * gap + 0.5, 0), arrowprops=dict(arrowstyle="->"))
-    ax.set(xlim=(-0.6, (n - 1) * gap + 0.6), ylim=(-0.6, 0.6))
+    _box_row(ax, PIPELINE_STEPS, 0, highlight=(1, 5))
+    ax.set(xlim=(-0.6, (len(PIPELINE_STEPS) - 1) * 1.4 + 0.6), ylim=(-0.6, 0.6))
+    ax.axis("off")
+    return _finish(fig, show)
+
+
+CRITIC_STEPS = ("prompt q", "π_old samples\n1 completion", "reward r\nat the end",
+                "critic V(s_t)\nper token (trained)", "GAE:\nA_t per token")
+GROUP_STEPS = ("prompt q", "π_old samples\nG completions", "rewards\nr_1 … r_G",
+               "group mean, std\n(no network)", "Â_i = (r_i − mean)/std\nfor all tokens of o_i")
+
+
+def plot_critic_vs_group(show: bool = True):
+    """Where PPO's advantage comes from (a trained critic, :data:`CRITIC_STEPS`) and where GRPO's
+    does (the group, :data:`GROUP_STEPS`), one row each. Returns the ``Figure``."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 2.6), constrained_layout=True)
+    _box_row(ax, CRITIC_STEPS, 0.7, highlight=(3,))
+    _box_row(ax, GROUP_STEPS, -0.7, highlight=(1, 3))
+    ax.text(-0.75, 0.7, "PPO", ha="right", va="center", fontsize=11, weight="bold")
+    ax.text(-0.75, -0.7, "GRPO", ha="right", va="center", fontsize=11, weight="bold")
+    ax.set(xlim=(-1.5, (len(GROUP_STEPS) - 1) * 1.4 + 0.8), ylim=(-1.3, 1.3))
     ax.axis("off")
     return _finish(fig, show)

@@ -84,7 +84,8 @@ def test_plots_of_the_running_example(tokenizer, gsm8k_dir):
 
     matplotlib.use("Agg")
     from helpers.grpo import group_advantages
-    from helpers.plots import PIPELINE_STEPS, plot_group_baseline, plot_grpo_pipeline, plot_token_grid
+    from helpers.plots import (CRITIC_STEPS, GROUP_STEPS, PIPELINE_STEPS, plot_critic_vs_group, plot_group_baseline,
+                               plot_grpo_pipeline, plot_token_grid)
 
     example = running_example(tokenizer, gsm8k_dir)
     rewards = torch.tensor(_rewards(example))
@@ -104,3 +105,5 @@ def test_plots_of_the_running_example(tokenizer, gsm8k_dir):
         plot_group_baseline(rewards, rewards, example.labels[:2], show=False)
     boxes = [t.get_text() for t in plot_grpo_pipeline(show=False).axes[0].texts if t.get_text()]  # arrows are empty texts
     assert boxes == list(PIPELINE_STEPS)
+    texts = [t.get_text() for t in plot_critic_vs_group(show=False).axes[0].texts if t.get_text()]
+    assert texts == list(CRITIC_STEPS) + list(GROUP_STEPS) + ["PPO", "GRPO"]
