@@ -7,7 +7,8 @@ course needs one for another reason. RL can only reinforce what the policy alrea
 GRPO learns nothing from a group whose completions all score the same. SmolLM2-135M never writes
 ``<reasoning>/<answer>`` on its own (strict format on 0 of the first 64 GSM8K test questions,
 greedy: ``results/cpu-cold160-checked``). A completion without the tags earns 0 from every
-reward, so such a group gives GRPO no signal. After the CPU profile's cold start (80 GSM8K
+reward unless it ends in a ``\\boxed{}`` answer, which the base model's committed evaluations never
+show (answer rate 0), so such a group gives GRPO no signal. After the CPU profile's cold start (80 GSM8K
 *train* solutions and 80 course-written worked problems) the valid format is there on 16 of 32
 GSM8K test questions (``results/cpu-curriculum``), and groups can differ.
 

@@ -2,8 +2,8 @@
 
 The first recipe (``helpers.profiles.format_recipe``: one GSM8K prompt x 8 completions x 160
 tokens, T = 1.0), its 160-example cold start, seed 3407, 2 CPU cores. Each arm changes one thing;
-``baseline`` changes nothing. Writes ``<arm>/metrics.csv`` and ``summary.json`` (per arm: the mean
-of a few metrics over the 6 steps, and the seconds a step) next to this script.
+``baseline`` changes nothing. Writes ``<arm>/metrics.csv`` and ``summary.json`` (per arm: a few
+metrics at each of the 6 steps, and the seconds a step) next to this script.
 
     GSM8K_DIR=... python results/exercises05/run.py [--cold DIR]
 """
