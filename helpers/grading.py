@@ -198,8 +198,9 @@ def _final_statement(s: str) -> str:
     closing phrase of Minerva's format is dropped; ``"Answer $9$"`` -> ``"$9$"``); else, in
     any length, the sentence that opens with its last conclusion word (Therefore, Thus, Hence,
     So) when it holds a number and no number follows it (``"... = 2/3 Therefore, she wins
-    2/3 of the games."`` -> ``"Therefore, she wins 2/3 of the games."``); else the text. The rest of the rules then
-    apply to that part (it must still state one number: hedging fails closed).
+    2/3 of the games."`` -> ``"Therefore, she wins 2/3 of the games."``); else the text.
+    The rest of the rules then apply to that part (it must still state one number: hedging
+    fails closed).
     """
     s = _MINERVA_END_RE.sub("", s)
     *before, after_cue = _CUE_RE.split(s)
@@ -507,8 +508,9 @@ def is_equivalent(pred: str | None, gold: str | None, timeout: float = SYMBOLIC_
     if not p or not _braces_balanced(p) or len(p) > MAX_ANSWER_CHARS:
         return False
     p_var, g_var = _equation_variable(pred), _equation_variable(gold)
-    if (p_var and g_var and p_var != g_var) or bool(_EQUALS_RE.search(p)) != bool(_EQUALS_RE.search(g)):
-        return False  # x = 2 vs y = 2; an equation that is still one (2x = 18) vs a value
+    still_equation = bool(_EQUALS_RE.search(p)) != bool(_EQUALS_RE.search(g))  # 2x = 18 vs 18
+    if (p_var and g_var and p_var != g_var) or still_equation:  # or x = 2 vs y = 2
+        return False
     g_num = parse_number(g)
     if g_num is not None:
         p_num = parse_number(p)

@@ -217,7 +217,8 @@ def _box_row(ax, steps, y: float, highlight=(), gap: float = 1.4) -> None:
                 bbox=dict(boxstyle="round,pad=0.5", facecolor="tab:blue" if i in highlight else "white",
                           alpha=0.25 if i in highlight else 1.0, edgecolor="k"))
         if i < len(steps) - 1:
-            ax.annotate("", xy=(i * gap + 0.9, y), xytext=(i * gap + 0.5, y), arrowprops=dict(arrowstyle="->"))
+            ax.annotate("", xy=(i * gap + 0.9, y), xytext=(i * gap + 0.5, y),
+                        arrowprops=dict(arrowstyle="->"))
 
 
 def plot_grpo_pipeline(show: bool = True):
