@@ -70,7 +70,7 @@ def _parametrized(source: str):
                 yield fn.name, argnames, [_literal(r) for r in rows.elts]
 
 
-def math_verify(repo: Path, commit: str) -> list[dict]:
+def math_verify(repo: Path) -> list[dict]:
     cases = []
     for path in _files(repo, "tests/*.py"):
         for test, argnames, rows in _parametrized(_git(repo, "show", f"HEAD:{path}")):
@@ -83,7 +83,7 @@ def math_verify(repo: Path, commit: str) -> list[dict]:
     return cases
 
 
-def hendrycks_math(repo: Path, commit: str) -> list[dict]:
+def hendrycks_math(repo: Path) -> list[dict]:
     path = "modeling/math_equivalence_test.py"
     cases = []
     for fn in ast.walk(ast.parse(_git(repo, "show", f"HEAD:{path}"))):
@@ -100,7 +100,7 @@ def hendrycks_math(repo: Path, commit: str) -> list[dict]:
     return cases
 
 
-def open_instruct(repo: Path, commit: str) -> list[dict]:
+def open_instruct(repo: Path) -> list[dict]:
     cases = []
     path = "open_instruct/test_math_utils.py"
     for test, _, rows in _parametrized(_git(repo, "show", f"HEAD:{path}")):
@@ -183,8 +183,8 @@ SOURCES = {
     "huggingface/Math-Verify": math_verify,
     "hendrycks/math": hendrycks_math,
     "allenai/open-instruct": open_instruct,
-    "huggingface/open-r1": lambda repo, c: _reward_cases(repo, "tests/test_rewards.py"),
-    "huggingface/trl": lambda repo, c: _reward_cases(repo, "tests/test_rewards.py"),
+    "huggingface/open-r1": lambda repo: _reward_cases(repo, "tests/test_rewards.py"),
+    "huggingface/trl": lambda repo: _reward_cases(repo, "tests/test_rewards.py"),
 }
 
 
@@ -193,7 +193,7 @@ def main(root: Path) -> None:
     for name, collect in SOURCES.items():
         repo = root / name.replace("/", "+") / "repo"
         commit = _git(repo, "rev-parse", "HEAD").strip()
-        found = collect(repo, commit)
+        found = collect(repo)
         for case in found:
             cases.append(dict(source=name, commit=commit, **case, scope=scope(case["gold"], case["test"])))
         print(f"{name:28s} {len(found):4d} cases at {commit[:10]}")

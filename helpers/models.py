@@ -373,12 +373,13 @@ def _generate_hf(model, tokenizer, texts, max_new_tokens, temperature, top_p, se
     tokenizer.padding_side = "left"
     torch.manual_seed(seed)
     completions: list[str] = []
+    stop_ids = stop_token_ids(tokenizer, getattr(model, "generation_config", None))
     model.eval()
     for start in range(0, len(texts), batch_size):
         batch = tokenizer(texts[start : start + batch_size], return_tensors="pt", padding=True,
                           add_special_tokens=False).to(model.device)
         new_tokens = sample(model, batch["input_ids"], batch["attention_mask"], max_new_tokens=max_new_tokens,
-                            eos_token_id=stop_token_ids(tokenizer, getattr(model, "generation_config", None)),
+                            eos_token_id=stop_ids,
                             pad_token_id=tokenizer.pad_token_id,
                             temperature=temperature, top_p=top_p)
         completions += tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
