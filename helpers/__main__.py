@@ -10,6 +10,9 @@
   test (notebook 06): writes ``results/<run>/summary.json`` and ``records.jsonl``, prints the table.
 * ``pass-at-k --run DIR [--n 8] [--problems 32]`` - pass@1, 2, 4, 8 of the base model, the cold start
   and GRPO of a finished run on course-written test problems (:mod:`helpers.pass_at_k`).
+* ``scratch --stage reinforce|std|clip|kl [--steps N] [--cold-start DIR] [--output-dir D] [--quick]``
+  - GRPO from scratch in plain PyTorch (:mod:`helpers.scratch`, notebook 07): writes ``metrics.csv``
+  and ``summary.json``.
 * ``sync-notebooks`` - rewrite the Colab badge and install cell of every notebook.
 """
 
@@ -114,6 +117,18 @@ def _pass_at_k(args) -> int:
     return 0
 
 
+def _scratch(args) -> int:
+    _check_data_dir()
+    from .profiles import quick_requested
+    from .scratch import run_stage
+
+    run = run_stage(args.stage, steps=args.steps, cold_start=args.cold_start, output_dir=args.output_dir,
+                    quick_run=args.quick or quick_requested(), seed=args.seed,
+                    command=" ".join(["python -m helpers", *args.argv]))
+    print(f"{len(run.rows)} rows in {run.metrics_csv}; summary {run.summary_json}; {run.seconds / 60:.1f} min")
+    return 0
+
+
 def _sync(args) -> int:
     from .colab import sync_notebooks
 
@@ -199,6 +214,17 @@ def build_parser() -> argparse.ArgumentParser:
                        help="course-written test problems per difficulty (default 32)")
     passk.add_argument("--profile", choices=sorted(PROFILES), help="default: picked from the hardware")
     passk.set_defaults(run=_pass_at_k)
+    scratch = commands.add_parser("scratch", help="GRPO from scratch in plain PyTorch, one stage (notebook 07)")
+    scratch.add_argument("--stage", choices=["reinforce", "std", "clip", "kl"], default="kl",
+                         help="reinforce (group-mean baseline), std (+ std scaling), clip (+ 2 iterations, "
+                              "eps 0.2), kl (+ beta 0.04; default)")
+    scratch.add_argument("--steps", type=positive_int, help="AdamW steps (default 20)")
+    scratch.add_argument("--cold-start", type=existing_dir, help="the merged cold start to start from "
+                                                                  "(default SmolLM2-135M-Instruct)")
+    scratch.add_argument("--output-dir", help="default: outputs/scratch-<stage>")
+    scratch.add_argument("--seed", type=int, help="LoRA init and sampling seed (default 3407)")
+    scratch.add_argument("--quick", action="store_true", help="smoke size (also: GRPO_QUICK=1)")
+    scratch.set_defaults(run=_scratch)
     sync = commands.add_parser("sync-notebooks", help="rewrite badges and install cells")
     sync.set_defaults(run=_sync)
     return parser
