@@ -85,10 +85,13 @@ def _evaluate(args) -> int:
     adapter = check_adapter_dir(args.adapter)
     test = load_gsm8k("test")
     n = min(args.n or profile.eval_questions or len(test), len(test))
-    settings = {**decoding(profile, greedy=args.greedy), "seed": args.seed, "batch_size": args.batch_size}
     base_path = adapter_base(adapter, args.model_path)
     print(f"Base model: {base_path or profile.model_id}")
     model, tokenizer = load_with_adapter(profile, adapter, base_path)
+    from .evaluation import default_batch_size
+
+    settings = {**decoding(profile, greedy=args.greedy), "seed": args.seed,
+                "batch_size": args.batch_size or default_batch_size(model)}
     base, lora = evaluate_before_after(model, tokenizer, test, adapter, n=n, **settings)
     comparison = compare(base, lora)
     out_dir = Path(args.results_dir) / (args.run_label or run_name(adapter, args.greedy))
@@ -199,7 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--greedy", action="store_true",
                           help="greedy decoding instead of the profile's training sampling")
     evaluate.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    evaluate.add_argument("--batch-size", type=positive_int, default=16, help="questions per generate call")
+    evaluate.add_argument("--batch-size", type=positive_int, default=None,
+                          help="questions per generate call (default: 256 with vLLM, 8 with transformers)")
     evaluate.add_argument("--model-path", help="the adapter's base model; default: the run's cold_start/ "
                                                "beside the adapter, else the profile's model")
     evaluate.add_argument("--run", dest="run_label",

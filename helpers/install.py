@@ -14,8 +14,14 @@ import the freshly installed versions. Three stacks (:func:`choose_stack`):
 
 Every stack pins the runtime's own numpy and pillow (:func:`runtime_pins`), as Unsloth's Colab
 T4 notebook does: the kernel has usually loaded them already, and a new version on disk under a
-loaded module breaks later imports. Finally the course package itself, editable, without
-dependencies.
+loaded module breaks later imports. A runtime version the stack cannot take is not pinned (pip
+chooses, and :func:`install_once` asks for a restart): vLLM 0.11.2 pins numba 0.61.2, which needs
+numpy < 2.3 (:data:`STACK_BOUNDS`). trl is held at ``requirements-nodeps.txt``'s pin in every step
+(``-c``), so that Unsloth's ``trl<=1.15`` does not pull the newest trl first. Finally the course
+package itself, editable, without dependencies.
+
+A notebook that needs no GPU (02, 03) asks for the ``cpu`` stack whatever the runtime
+(``install_once(root, stack="cpu")``): no Unsloth, no vLLM, no torch downgrade.
 """
 
 from __future__ import annotations
@@ -31,6 +37,10 @@ ROOT = Path(__file__).resolve().parent.parent
 MARKER = ".installed"
 STACKS = ("unsloth", "trl", "cpu")
 PINNED_FROM_RUNTIME = ("numpy", "pillow")
+# What a stack's pinned wheels allow of PINNED_FROM_RUNTIME; a runtime version outside is not pinned.
+# vllm 0.11.2 requires numba==0.61.2 (its METADATA), numba 0.61.2 requires numpy>=1.24,<2.3.
+STACK_BOUNDS = {"unsloth": {"numpy": ">=1.24,<2.3"}}
+CONSTRAINTS = "requirements-nodeps.txt"  # trl==0.22.2, held in the resolving step too (-c)
 # Modules that, once loaded in the kernel, need a restart when the install changes their version.
 WATCHED = {"numpy": "numpy", "PIL": "pillow", "torch": "torch", "scipy": "scipy", "pandas": "pandas",
            "pyarrow": "pyarrow", "matplotlib": "matplotlib", "transformers": "transformers",
@@ -66,16 +76,17 @@ def gpu_from_smi():
     return GPU(name, capability, memory_gb)
 
 
-def choose_stack(gpu) -> str:
-    """``"unsloth"``, ``"trl"`` or ``"cpu"``: ``GRPO_STACK`` if set, else ``GRPO_PROFILE``'s
-    stack, else the hardware pick (:func:`helpers.hardware.pick_profile_name`).
+def choose_stack(gpu, asked: str | None = None) -> str:
+    """``"unsloth"``, ``"trl"`` or ``"cpu"``: ``asked`` (a notebook's need) or ``GRPO_STACK`` if
+    set, else ``GRPO_PROFILE``'s stack, else the hardware pick
+    (:func:`helpers.hardware.pick_profile_name`).
 
     Raises:
-        ValueError: an unknown ``GRPO_STACK``.
+        ValueError: an unknown stack asked for.
     """
     from .hardware import pick_profile_name
 
-    asked = os.environ.get("GRPO_STACK")
+    asked = asked or os.environ.get("GRPO_STACK")
     if asked:
         if asked not in STACKS:
             raise ValueError(f"GRPO_STACK={asked!r}; choose one of {STACKS}")
@@ -84,14 +95,35 @@ def choose_stack(gpu) -> str:
     return {"t4": "unsloth", "bf16": "unsloth", "cuda": "trl"}.get(profile, "cpu")
 
 
-def runtime_pins() -> list[str]:
-    """``["numpy==<installed>", "pillow==<installed>"]`` for those installed here."""
+def runtime_pins(stack: str, versions: dict[str, str] | None = None) -> list[str]:
+    """``["numpy==<installed>", "pillow==<installed>"]`` for those installed here whose version
+    the stack allows (:data:`STACK_BOUNDS`); ``versions`` replaces the installed ones (tests).
+
+    Pinning a version outside the bound makes pip fail (``ResolutionImpossible``: numpy 2.3 with
+    the ``unsloth`` stack's numba 0.61.2); left out, pip installs one that fits and
+    :func:`install_once` stops for a restart if the kernel had loaded the old one.
+
+    Raises:
+        ValueError: unknown stack.
+    """
+    try:
+        from packaging.specifiers import SpecifierSet
+    except ImportError:  # a bare Python: pip carries its own copy
+        from pip._vendor.packaging.specifiers import SpecifierSet
+
+    if stack not in STACKS:
+        raise ValueError(f"unknown stack {stack!r}; choose one of {STACKS}")
     pins = []
     for dist in PINNED_FROM_RUNTIME:
         try:
-            pins.append(f"{dist}=={importlib.metadata.version(dist)}")
-        except importlib.metadata.PackageNotFoundError:
-            pass
+            version = versions[dist] if versions is not None else importlib.metadata.version(dist)
+        except (KeyError, importlib.metadata.PackageNotFoundError):
+            continue
+        bound = STACK_BOUNDS.get(stack, {}).get(dist)
+        if bound is None or SpecifierSet(bound).contains(version, prereleases=True):
+            pins.append(f"{dist}=={version}")
+        else:
+            print(f"{dist} {version} is outside what the {stack} stack allows ({bound}): pip chooses")
     return pins
 
 
@@ -102,9 +134,10 @@ def pip_commands(stack: str, pins=()) -> list[list[str]]:
         ValueError: unknown stack.
     """
     pip = [sys.executable, "-m", "pip", "install", "-q"]
-    first = {"unsloth": [pip + ["-r", "requirements.txt"]],
-             "trl": [pip + ["-r", "requirements-common.txt"]],
-             "cpu": [pip + ["-r", "requirements-common.txt", "gguf", "sentencepiece"],
+    held = ["-c", CONSTRAINTS]  # trl's pin in the resolving step as well as in the --no-deps one
+    first = {"unsloth": [pip + ["-r", "requirements.txt"] + held],
+             "trl": [pip + ["-r", "requirements-common.txt"] + held],
+             "cpu": [pip + ["-r", "requirements-common.txt", "gguf", "sentencepiece"] + held,
                      pip + ["--no-deps", "-r", "requirements-cpu-nodeps.txt"]]}
     if stack not in first:
         raise ValueError(f"unknown stack {stack!r}; choose one of {STACKS}")
@@ -142,11 +175,12 @@ def changed_versions(before: dict[str, str]) -> dict[str, tuple[str, str]]:
     return changed
 
 
-def install_once(root=ROOT, run=subprocess.run, modules=None) -> bool:
+def install_once(root=ROOT, run=subprocess.run, modules=None, stack: str | None = None) -> bool:
     """What the install cell does in Colab: install once per runtime (a ``.installed`` marker in
-    ``root``), then stop if the kernel must restart. Returns False when already installed.
-    ``run`` runs the installer (``subprocess.run``); ``modules`` is what the kernel has loaded
-    (``sys.modules``).
+    ``root`` naming the stack), then stop if the kernel must restart. Returns False when already
+    installed. ``run`` runs the installer (``subprocess.run``); ``modules`` is what the kernel has
+    loaded (``sys.modules``); ``stack="cpu"`` for a notebook that needs no GPU (else the hardware
+    pick). Any stack serves a ``cpu`` notebook; a GPU notebook after a ``cpu`` one installs its own.
 
     Raises:
         RuntimeError: torch is already imported in this kernel (restart, run this cell first).
@@ -155,13 +189,17 @@ def install_once(root=ROOT, run=subprocess.run, modules=None) -> bool:
             "Run all" again skips the install.
     """
     root, modules = Path(root), sys.modules if modules is None else modules
-    if (root / MARKER).exists():
+    if stack is not None and stack not in STACKS:
+        raise ValueError(f"unknown stack {stack!r}; choose one of {STACKS}")
+    marker = root / MARKER
+    done = marker.read_text().strip() if marker.exists() else None
+    if done is not None and (stack == "cpu" or done != "cpu"):  # "" (older marker) or "gpu": all installed
         return False
     if "torch" in modules:
         raise RuntimeError("torch is already imported: Runtime > Restart session, then run this cell first.")
     before = loaded_versions(modules)
-    run([sys.executable, "-m", "helpers.install"], cwd=root, check=True)
-    (root / MARKER).touch()
+    run([sys.executable, "-m", "helpers.install"] + (["--stack", stack] if stack else []), cwd=root, check=True)
+    marker.write_text(stack or "gpu")
     changed = changed_versions(before)
     if changed:
         listed = ", ".join(f"{dist} {old} -> {new}" for dist, (old, new) in sorted(changed.items()))
@@ -171,11 +209,16 @@ def install_once(root=ROOT, run=subprocess.run, modules=None) -> bool:
     return True
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m helpers.install", description=__doc__.splitlines()[0])
+    parser.add_argument("--stack", choices=STACKS, help="default: GRPO_STACK, else the hardware pick")
+    args = parser.parse_args(argv)
     gpu = gpu_from_smi()
-    stack = choose_stack(gpu)
+    stack = choose_stack(gpu, args.stack)
     print(f"GPU: {gpu.describe() if gpu else 'none'}; installing the {stack} stack")
-    for cmd in pip_commands(stack, runtime_pins()):
+    for cmd in pip_commands(stack, runtime_pins(stack)):
         print("$", " ".join(cmd[2:]))
         subprocess.run(cmd, cwd=ROOT, check=True)
     print("Installed.")

@@ -33,6 +33,12 @@ from .profiles import SMOLLM2_135M, Profile
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CHAT_END = "<|im_end|>"  # end of a chat turn for SmolLM2 and Qwen2.5 (ChatML)
 PATCHED_BY_UNSLOTH = ("trl", "transformers", "peft")  # unsloth/_gpu_init.py, critical_modules
+# The seed of the vLLM engine inside an Unsloth model, whatever profile.seed is: unsloth 2026.10.9's
+# FastLlamaModel.from_pretrained takes random_state as its own parameter and leaves it out of
+# load_vllm's arguments, so unsloth_zoo's load_vllm(random_state=0) sets EngineArgs seed 0.
+# random_state seeds the LoRA initialisation (get_peft_model) only; T4 rollouts do not follow
+# the profile's seed. Evaluation is: _generate_vllm passes SamplingParams(seed=...) per request.
+VLLM_ENGINE_SEED = 0
 _LIVE_VLLM = weakref.WeakSet()  # Unsloth models whose vLLM engine is up (see release)
 _LORA_REQUESTS = weakref.WeakKeyDictionary()  # model -> {(adapter path, mtime): LoRARequest}
 
@@ -199,6 +205,9 @@ def _load_unsloth(profile: Profile, model_path, lora: bool):
 
     if profile.fast_inference and os.environ.get("UNSLOTH_VLLM_STANDBY", "0") != "0":
         print(standby_note(profile))
+    if profile.fast_inference:
+        print(f"vLLM rollouts: engine seed {VLLM_ENGINE_SEED}, not the profile's {profile.seed} "
+              "(Unsloth does not pass random_state on to vLLM; see helpers.models.VLLM_ENGINE_SEED)")
     model, tokenizer = FastLanguageModel.from_pretrained(
         model_name=str(model_path or profile.model_id),
         max_seq_length=profile.max_seq_length,
@@ -207,7 +216,7 @@ def _load_unsloth(profile: Profile, model_path, lora: bool):
         fast_inference=profile.fast_inference,
         max_lora_rank=profile.lora_rank,
         gpu_memory_utilization=profile.gpu_memory_utilization,
-        random_state=profile.seed,
+        random_state=profile.seed,  # unused by unsloth 2026.10.9 here: not vLLM's seed (VLLM_ENGINE_SEED)
     )
     if lora:
         model = FastLanguageModel.get_peft_model(

@@ -1,8 +1,10 @@
-"""Source files of the pinned GPU wheels (unsloth, unsloth_zoo), read without installing them.
+"""Source files of the pinned GPU wheels (unsloth, unsloth_zoo, vllm), read without installing them.
 
 The versions come from ``requirements.txt``. A wheel is looked for in ``$GRPO_WHEELS_DIR``, then in
-``<GRPO cache>/wheels``, else fetched there once with ``pip download --no-deps`` (PyPI, about 30 MB);
-without network the calling test is skipped, with the reason. Nothing is installed or imported.
+``<GRPO cache>/wheels``, else fetched there once with ``pip download --no-deps`` (PyPI, about 30 MB
+for unsloth and unsloth_zoo); without network the calling test is skipped, with the reason. vllm's
+wheel (370 MB) is only read where it already is: ``pip download --no-deps -d
+~/.cache/grpo-course/wheels vllm==0.11.2`` once. Nothing is installed or imported.
 """
 
 import os
@@ -24,16 +26,25 @@ def pinned_version(dist: str) -> str:
     return match.group(1)
 
 
+NOT_FETCHED = {"vllm": "370 MB"}  # read only where already downloaded
+
+
 def wheel(dist: str) -> Path:
-    """The pinned wheel of ``dist`` on disk (downloaded once); skips the test if unavailable."""
+    """The pinned wheel of ``dist`` on disk (downloaded once, except :data:`NOT_FETCHED`); skips
+    the test if unavailable."""
     from helpers.models import cache_dir
 
-    name = f"{dist}-{pinned_version(dist)}-py3-none-any.whl"
+    pattern = f"{dist}-{pinned_version(dist)}-*.whl"
     places = [Path(os.environ["GRPO_WHEELS_DIR"])] if os.environ.get("GRPO_WHEELS_DIR") else []
     places.append(cache_dir() / "wheels")
     for place in places:
-        if (place / name).exists():
-            return place / name
+        found = sorted(place.glob(pattern))
+        if found:
+            return found[0]
+    if dist in NOT_FETCHED:
+        pytest.skip(f"{pattern} ({NOT_FETCHED[dist]}) is not in {places[-1]}: pip download --no-deps "
+                    f"-d {places[-1]} {dist}=={pinned_version(dist)}")
+    name = f"{dist}-{pinned_version(dist)}-py3-none-any.whl"
     places[-1].mkdir(parents=True, exist_ok=True)
     result = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(places[-1]),
                              f"{dist}=={pinned_version(dist)}"], capture_output=True, text=True, timeout=600)

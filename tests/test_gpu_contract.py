@@ -39,7 +39,7 @@ def fake(monkeypatch, tiny_model_dir):
     import unsloth_zoo.vllm_utils  # noqa: F401
     import vllm  # noqa: F401
 
-    unsloth.MODEL_DIR = str(tiny_model_dir)
+    unsloth.MODEL_DIR, unsloth.CAPABILITY = str(tiny_model_dir), T4.capability
     monkeypatch.setattr("helpers.hardware.gpu_info", lambda: T4)
     monkeypatch.delenv("UNSLOTH_VLLM_STANDBY", raising=False)
     yield pinned
@@ -63,28 +63,83 @@ def cell(notebook: str, cell_id: str) -> str:
 
 
 # ------------------------------------------------------------------------------- the table
-def _signature(text: str, qualified: str) -> set[str]:
+def _function(text: str, qualified: str) -> ast.FunctionDef:
     *owner, name = qualified.split(".")
     tree = ast.parse(text)
     scopes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == owner[0]] if owner else [tree]
     [fn] = [n for scope in scopes for n in scope.body if isinstance(n, ast.FunctionDef) and n.name == name]
-    args = fn.args
-    return {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} - {"self", "model"}
+    return fn
+
+
+def _signature(text: str, qualified: str) -> tuple[tuple[str, ...], int, bool]:
+    """(parameters in order, how many may be positional, has **kwargs) as defined in the source;
+    a msgspec Struct (vLLM's SamplingParams): its public fields, keyword-only."""
+    *owner, name = qualified.split(".")
+    classes = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.ClassDef) and n.name == name]
+    if not owner and classes:
+        fields = [n.target.id for n in classes[0].body if isinstance(n, ast.AnnAssign)]
+        return tuple(f for f in fields if not f.startswith("_")), 0, False
+    args = _function(text, qualified).args
+    positional = [a.arg for a in args.posonlyargs + args.args if a.arg not in ("self", "model")]
+    return tuple(positional + [a.arg for a in args.kwonlyargs]), len(positional), args.kwarg is not None
+
+
+def _pinned():
+    import importlib
+
+    sys.path.insert(0, str(FAKES))
+    try:
+        return importlib.import_module("pinned").PINNED
+    finally:
+        sys.path.remove(str(FAKES))
 
 
 @pytest.mark.parametrize("name", ["FastLanguageModel.from_pretrained", "FastLanguageModel.get_peft_model",
                                   "model.save_pretrained_merged", "model.load_lora",
-                                  "unsloth_zoo.vllm_utils.delete_vllm"])
+                                  "unsloth_zoo.vllm_utils.delete_vllm", "vllm.SamplingParams",
+                                  "model.fast_generate"])
 def test_the_fakes_table_is_the_pinned_wheels_signature(name):
-    import importlib
-    sys.path.insert(0, str(FAKES))
-    try:
-        table = importlib.import_module("pinned").PINNED
-    finally:
-        sys.path.remove(str(FAKES))
-    release, path, qualified, keywords = table[name]
-    dist = "unsloth_zoo" if release.startswith("unsloth_zoo") else "unsloth"
-    assert _signature(source(dist, path), qualified) == set(keywords)
+    """Issue 18, 10: the vLLM rows were an intersection of other commits' names (9 SamplingParams
+    fields of 0.11.2 missing, best_of among them); every row now is the pinned wheel's own."""
+    row = _pinned()[name]
+    dist = row.release.rsplit("-", 1)[0]
+    assert _signature(source(dist, row.path), row.qualified) == (row.params, row.positional, row.var_keyword)
+
+
+def test_the_fakes_take_their_parameters_from_the_table_alone(fake):
+    """Every fake entry point accepts each pinned parameter and nothing else (no list of its own)."""
+    from unsloth import FastLanguageModel
+    from vllm import SamplingParams
+
+    for name, row in fake.PINNED.items():
+        assert fake.record(name, (None,) * row.positional, {}) == dict.fromkeys(row.params[:row.positional])
+        assert set(fake.record(name, (), dict.fromkeys(row.params))) == set(row.params)
+        with pytest.raises(TypeError, match="positional"):
+            fake.record(name, (None,) * (row.positional + 1), {})
+    assert SamplingParams(**dict.fromkeys(fake.PINNED["vllm.SamplingParams"].params)).kwargs["best_of"] is None
+    with pytest.raises(TypeError, match="positional"):
+        SamplingParams(1)  # keywords only (see fakes/pinned.py)
+    with pytest.raises(TypeError, match="multiple values"):
+        FastLanguageModel.from_pretrained("x", model_name="x")
+    fakes_source = "".join(p.read_text() for p in FAKES.rglob("*.py") if p.name != "pinned.py")
+    assert not re.findall(r"record\([^)]*, \(", fakes_source), "a fake passes its own parameter list"
+
+
+@pytest.mark.parametrize("capability, asked, dtype", [((7, 5), None, torch.float16), ((8, 9), None, torch.bfloat16),
+                                                      ((7, 5), torch.bfloat16, torch.float16),
+                                                      ((8, 9), torch.float16, torch.float16)])
+def test_the_fake_picks_unsloths_dtype(fake, capability, asked, dtype):
+    """Issue 18, 10: the fake picked bf16 for dtype=None where Unsloth picks fp16 below compute
+    capability 8 (unsloth/models/llama.py, checked against the wheel here)."""
+    import unsloth
+    from unsloth import FastLanguageModel
+
+    text = source("unsloth", "unsloth/models/llama.py")
+    assert "dtype = torch.float16 if not SUPPORTS_BFLOAT16 else torch.bfloat16" in text
+    assert 'Device does not support bfloat16. Will change to float16.' in text
+    unsloth.CAPABILITY = capability
+    model, _ = FastLanguageModel.from_pretrained(model_name="x", dtype=asked)
+    assert model.dtype == dtype
 
 
 def test_standby_shares_are_unsloth_zoos():
@@ -105,8 +160,9 @@ def test_an_unknown_keyword_fails(fake):
 
     with pytest.raises(TypeError, match="max_new_tokens"):
         FastLanguageModel.from_pretrained(model_name="x", max_new_tokens=5)
-    with pytest.raises(TypeError, match="best_of"):
-        SamplingParams(temperature=1.0, best_of=2)  # gone from vLLM's SamplingParams by 0.11
+    SamplingParams(temperature=1.0, best_of=2)  # still a field of vLLM 0.11.2's SamplingParams
+    with pytest.raises(TypeError, match="use_beam_search"):
+        SamplingParams(temperature=1.0, use_beam_search=True)  # gone from SamplingParams by 0.11.2
 
 
 # -------------------------------------------------------------- notebook 05's GPU code path
@@ -116,6 +172,7 @@ def test_load_model_and_the_grpo_config_agree_on_precision(fake, monkeypatch, tm
     from helpers.models import uses_vllm
 
     monkeypatch.setattr("helpers.hardware.gpu_info", lambda: gpu)
+    sys.modules["unsloth"].CAPABILITY = gpu.capability
     monkeypatch.setenv("GRPO_PROFILE", name)
     monkeypatch.delenv("GRPO_QUICK", raising=False)
     monkeypatch.delenv("GRPO_DRIVE", raising=False)
@@ -135,11 +192,14 @@ def test_load_model_and_the_grpo_config_agree_on_precision(fake, monkeypatch, tm
 
 
 def test_the_old_precision_bug_fails_the_check(fake, monkeypatch, tmp_path):
-    """Before the fix: no dtype passed (Unsloth picks bf16 where it can) and fp16=True forced."""
+    """Before the fix: no dtype passed (Unsloth picks bf16 where it can: compute capability >= 8)
+    and fp16=True forced, as the t4 settings did on an L4."""
+    import unsloth
     from unsloth import FastLanguageModel
 
     from helpers.training import build_grpo_config
 
+    unsloth.CAPABILITY = L4.capability
     model, _ = FastLanguageModel.from_pretrained(model_name="unsloth/Qwen2.5-3B-Instruct", load_in_4bit=True)
     config = build_grpo_config(PROFILES["t4"], tmp_path)
     with pytest.raises(TypeError, match="bfloat16 precision but you want to use float16"):
@@ -224,3 +284,46 @@ def test_merged_save_then_release_then_4bit_reload(fake, t4_model, monkeypatch, 
     [reload] = loads
     assert reload["quantization_config"]["load_in_4bit"] and reload["device_map"] == "auto"
     assert reload["dtype"] == torch.float16 == reload["quantization_config"]["bnb_4bit_compute_dtype"]
+
+
+# ------------------------------------------------------------------ issue 18: seed and batching
+def test_the_vllm_engine_seed_is_load_vllms_default_whatever_the_profile_says(fake, capsys):
+    """Issue 18, 11: random_state reaches Unsloth, not the vLLM engine. Read from the pinned wheels:
+    FastLlamaModel.from_pretrained takes random_state as its own parameter and builds load_vllm's
+    arguments without it (only names left in **kwargs are forwarded), so load_vllm's default seeds
+    the engine. helpers.models says so (VLLM_ENGINE_SEED) and notebook 05 tells the learner."""
+    from helpers.models import VLLM_ENGINE_SEED, load_model
+
+    llama = source("unsloth", "unsloth/models/llama.py")
+    fn = _function(llama, "FastLlamaModel.from_pretrained")
+    assert "random_state" in {a.arg for a in fn.args.args}
+    [built] = [n.value for n in ast.walk(fn) if isinstance(n, ast.Assign)
+               and getattr(n.targets[0], "id", None) == "load_vllm_kwargs"]
+    assert "random_state" not in {k.arg for k in built.keywords}
+    assert "allowed_arg in kwargs" in ast.get_source_segment(llama, fn)
+    zoo = source("unsloth_zoo", "unsloth_zoo/vllm_utils.py")
+    load_vllm = _function(zoo, "load_vllm")
+    names = [a.arg for a in load_vllm.args.args]
+    default = load_vllm.args.defaults[names.index("random_state") - len(names)]
+    assert ast.literal_eval(default) == VLLM_ENGINE_SEED
+    assert re.search(r"seed\s*=\s*random_state", ast.get_source_segment(zoo, load_vllm))
+    model, _ = load_model(PROFILES["t4"])  # seed 3407
+    assert model.vllm_engine.seed == VLLM_ENGINE_SEED != PROFILES["t4"].seed
+    assert f"engine seed {VLLM_ENGINE_SEED}, not the profile's 3407" in capsys.readouterr().out
+    assert "VLLM_ENGINE_SEED" in cell("05", "d8c7ac48") and "not seeded" in cell("05", "d8c7ac48")
+
+
+def test_evaluation_hands_vllm_hundreds_of_prompts_per_call(fake, t4_model, gsm8k_dir):
+    """Issue 18, 6: notebook 06 gave vLLM 16 questions a call (2 x 1,319 / 16 = 166 calls); it
+    now uses default_batch_size: 256 a call with vLLM, 6 calls a side for the whole test split."""
+    from helpers.data import load_gsm8k
+    from helpers.evaluation import VLLM_BATCH, default_batch_size
+
+    model, tokenizer, adapter = t4_model
+    test = load_gsm8k("test", n=300)
+    namespace = {"model": model, "tokenizer": tokenizer, "ADAPTER_DIR": adapter, "N": 300, "SEED": 0,
+                 "DECODING": dict(max_new_tokens=8, temperature=1.0, top_p=1.0), "load_gsm8k": lambda split: test}
+    exec(cell("06", "73f964ca"), namespace)  # section 5: base vs base + LoRA
+    sizes = [len(call["prompts"]) for call in fake.calls("model.fast_generate")]
+    assert namespace["BATCH_SIZE"] == VLLM_BATCH == 256 and sizes == [256, 44, 256, 44]
+    assert default_batch_size(None) == 8 and 2 * -(-1319 // default_batch_size(model)) == 12

@@ -1,5 +1,6 @@
-"""The Colab install (issue 10, 7): one stack per GPU, the runtime's numpy/pillow pinned, torchao
-below 0.18, and a stop (not a print) when the kernel must restart."""
+"""The Colab install (issue 10, 7; issue 18, 3, 7, 9): one stack per GPU (the CPU stack for notebooks
+without a GPU), the runtime's numpy/pillow pinned where the stack allows them, trl held in every
+pip step, torchao below 0.18, and a stop (not a print) when the kernel must restart."""
 
 import importlib.metadata
 import subprocess
@@ -10,8 +11,8 @@ import pytest
 
 from helpers.colab import INSTALL_CELL
 from helpers.hardware import GPU
-from helpers.install import (MARKER, RestartRequired, choose_stack, gpu_from_smi, install_once, pip_commands,
-                             runtime_pins)
+from helpers.install import (CONSTRAINTS, MARKER, STACK_BOUNDS, RestartRequired, choose_stack, gpu_from_smi,
+                             install_once, pip_commands, runtime_pins)
 from helpers.models import standby_gpu_memory_utilization
 
 REPO = Path(__file__).resolve().parent.parent
@@ -83,11 +84,77 @@ def test_torchao_is_pinned_below_0_18_with_vllms_torch():
 
 
 def test_the_runtimes_numpy_and_pillow_are_pinned_in_every_stack():
-    pins = runtime_pins()
-    assert f"numpy=={importlib.metadata.version('numpy')}" in pins
     for stack in ("unsloth", "trl", "cpu"):
+        pins = runtime_pins(stack, {"numpy": "2.1.3", "pillow": "11.3.0"})  # Colab's GPU image, 2026-08
+        assert pins == ["numpy==2.1.3", "pillow==11.3.0"]
         first = pip_commands(stack, pins)[0]
         assert all(pin in first for pin in pins)
+    assert f"numpy=={importlib.metadata.version('numpy')}" in runtime_pins("cpu")  # this machine's
+
+
+@pytest.mark.parametrize("numpy, pinned_for_unsloth", [("2.1.3", True), ("2.2.6", True), ("2.3.0", False),
+                                                       ("2.3.4", False), ("2.4.1", False), ("1.23.5", False),
+                                                       ("1.26.4", True)])
+def test_numpy_is_pinned_only_where_the_stack_allows_it(numpy, pinned_for_unsloth):
+    """Bug (issue 18, 3): a runtime with numpy >= 2.3 made the install cell fail with
+    ResolutionImpossible (vllm 0.11.2 pins numba 0.61.2, which needs numpy < 2.3). Such a numpy is
+    left to pip (which installs one below 2.3; install_once then asks for a restart)."""
+    versions = {"numpy": numpy, "pillow": "11.3.0"}
+    assert (f"numpy=={numpy}" in runtime_pins("unsloth", versions)) is pinned_for_unsloth
+    assert "pillow==11.3.0" in runtime_pins("unsloth", versions)
+    assert f"numpy=={numpy}" in runtime_pins("trl", versions) and f"numpy=={numpy}" in runtime_pins("cpu", versions)
+    with pytest.raises(ValueError, match="unknown stack"):
+        runtime_pins("conda", versions)
+
+
+def test_the_numpy_bound_is_the_one_vllms_numba_brings():
+    """STACK_BOUNDS holds numba 0.61.2's numpy range, and vllm 0.11.2 (its wheel's METADATA) pins
+    that numba."""
+    import zipfile
+
+    from pinned_wheels import wheel
+
+    with zipfile.ZipFile(wheel("vllm")) as archive:
+        metadata = archive.read("vllm-0.11.2.dist-info/METADATA").decode()
+    assert "Requires-Dist: numba==0.61.2" in metadata.splitlines()
+    assert STACK_BOUNDS["unsloth"]["numpy"] == ">=1.24,<2.3"  # numba 0.61.2: numpy>=1.24,<2.3
+
+
+def test_trl_is_held_at_its_pin_in_every_pip_step():
+    """Bug (issue 18, 7): step 1 let pip resolve Unsloth's trl<=1.15 to trl 0.29.1, which step 2
+    replaced with 0.22.2. The resolving step now carries the pin as a constraint."""
+    import zipfile
+
+    from packaging.requirements import Requirement
+
+    from pinned_wheels import wheel
+
+    [trl] = [line for line in requirement_lines(CONSTRAINTS) if line.startswith("trl")]
+    assert trl == "trl==0.22.2"
+    for stack in ("unsloth", "trl", "cpu"):
+        first = pip_commands(stack)[0]
+        assert first[first.index("-c") + 1] == CONSTRAINTS
+    with zipfile.ZipFile(wheel("unsloth")) as archive:
+        metadata = archive.read("unsloth-2026.10.9.dist-info/METADATA").decode()
+    [wanted] = [Requirement(line.split(":", 1)[1]) for line in metadata.splitlines()
+                if line.startswith("Requires-Dist: trl") and "extra" not in line]
+    assert "0.22.2" in wanted.specifier and "0.29.1" in wanted.specifier  # so pip alone would pick a newer one
+
+
+def test_the_vllm_pin_gives_its_real_reason():
+    """Issue 18, 9: the pin is Unsloth's T4 choice; vllm 0.11.2's TRITON_ATTN backend accepts any
+    compute capability, so "the newest with a T4 attention backend" was not what its code says."""
+    import zipfile
+
+    from pinned_wheels import wheel
+
+    text = (REPO / "requirements.txt").read_text() + (REPO / "README.md").read_text()
+    assert "newest with an attention backend" not in text and "newest vLLM with" not in text
+    assert "Unsloth's own choice for a T4" in " ".join(text.split())
+    with zipfile.ZipFile(wheel("vllm")) as archive:
+        triton = archive.read("vllm/v1/attention/backends/triton_attn.py").decode()
+    body = triton.split("def supports_compute_capability", 1)[1].split("\n\n", 1)[0]
+    assert body.strip().endswith("return True")
 
 
 def test_gpu_from_nvidia_smi(monkeypatch):
@@ -114,6 +181,32 @@ def test_install_runs_once_and_stops_when_a_loaded_package_changed(tmp_path):
     with pytest.raises(RuntimeError, match="torch is already imported"):
         (tmp_path / MARKER).unlink()
         install_once(tmp_path, run=run, modules={"torch": object()})
+
+
+def test_a_notebook_without_a_gpu_installs_the_cpu_stack_once(tmp_path):
+    """Issue 18, 7: notebooks 02 and 03 install the CPU stack (`--stack cpu`); any install serves
+    them, and a GPU notebook after them in the same runtime installs its own stack."""
+    runs = []
+    run = lambda cmd, cwd, check: runs.append(cmd[3:])  # noqa: E731
+    assert install_once(tmp_path, run=run, modules={}, stack="cpu") is True and runs == [["--stack", "cpu"]]
+    assert install_once(tmp_path, run=run, modules={}, stack="cpu") is False
+    assert install_once(tmp_path, run=run, modules={}) is True and runs[-1] == []  # the GPU notebook's stack
+    assert install_once(tmp_path, run=run, modules={}, stack="cpu") is False and len(runs) == 2
+    with pytest.raises(ValueError, match="unknown stack"):
+        install_once(tmp_path / "other", run=run, modules={}, stack="gpu")
+
+
+def test_the_installer_runs_the_stack_asked_for(monkeypatch, capsys):
+    import helpers.install as install
+
+    ran = []
+    monkeypatch.setattr(install, "gpu_from_smi", lambda: GPU("Tesla T4", (7, 5), 14.7))
+    monkeypatch.setattr(subprocess, "run", lambda cmd, cwd, check: ran.append(cmd))
+    monkeypatch.delenv("GRPO_STACK", raising=False)
+    monkeypatch.delenv("GRPO_PROFILE", raising=False)
+    assert install.main(["--stack", "cpu"]) == 0
+    assert "installing the cpu stack" in capsys.readouterr().out
+    assert not any("requirements.txt" in cmd for cmd in ran) and any("gguf" in cmd for cmd in ran)
 
 
 def test_the_install_cell_stops_instead_of_printing():

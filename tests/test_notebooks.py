@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.colab import BADGE_TAG, INSTALL_CELL, INSTALL_TAG, REPO_URL, badge_markdown
+from helpers.colab import BADGE_TAG, CPU_NOTEBOOKS, INSTALL_CELL, INSTALL_TAG, REPO_URL, badge_markdown, install_cell
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 
@@ -29,10 +29,28 @@ def test_badge_first_and_the_same_install_cell_everywhere(path):
     assert "".join(cells[0]["source"]) == badge_markdown(path.name)
     assert cells[0]["metadata"]["tags"] == [BADGE_TAG]
     install = [c for c in cells if INSTALL_TAG in c.get("metadata", {}).get("tags", [])]
-    assert len(install) == 1 and "".join(install[0]["source"]) == INSTALL_CELL
+    assert len(install) == 1 and "".join(install[0]["source"]) == install_cell(path.name)
     first_code = next(c for c in cells if c["cell_type"] == "code")
     assert first_code is install[0], "the install cell must run before any other code"
     assert REPO_URL in INSTALL_CELL and "import torch" not in INSTALL_CELL
+
+
+def test_only_the_notebooks_without_a_gpu_install_the_cpu_stack():
+    """Issue 18, 7: notebooks 02 and 03 use no GPU but installed Unsloth + vLLM (4-5 GB, a torch
+    downgrade) on a T4 runtime. The two install cells differ in that one call only."""
+    import ast
+
+    assert {p.name for p in NOTEBOOKS} >= set(CPU_NOTEBOOKS)
+    for path in NOTEBOOKS:
+        calls = [node for node in ast.walk(ast.parse(install_cell(path.name)))
+                 if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "install_once"]
+        [call] = calls
+        stack = {k.arg: k.value.value for k in call.keywords}.get("stack")
+        assert stack == ("cpu" if path.name in CPU_NOTEBOOKS else None), path.name
+        code = json.loads(path.read_text())["cells"]
+        uses_gpu = any("import_backend" in "".join(c["source"]) or "load_model(" in "".join(c["source"])
+                       for c in code if c["cell_type"] == "code")
+        assert uses_gpu != (path.name in CPU_NOTEBOOKS), f"{path.name}: GPU use and install stack disagree"
 
 
 # ------------------------------------------------------------------ model sources on a GPU runtime

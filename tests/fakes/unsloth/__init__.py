@@ -20,5 +20,6 @@ if IMPORTED_BEFORE and os.environ.get("FAKE_UNSLOTH_STRICT") == "1":
 from ._model import FastLanguageModel  # noqa: E402
 
 MODEL_DIR = None  # a tiny checkpoint the fake loads instead of the hub model
+CAPABILITY = (7, 5)  # the fake GPU's compute capability (a T4; the tests set it)
 
 __all__ = ["FastLanguageModel"]

@@ -10,8 +10,9 @@ from pinned import record
 class FakeEngine:
     """Stands in for the vLLM ``LLM`` inside an Unsloth model."""
 
-    def __init__(self):
+    def __init__(self, seed=0):
         self.alive = True
+        self.seed = seed  # EngineArgs seed: load_vllm's random_state, whose default is 0
 
 
 class FakeLoRARequest:
@@ -34,7 +35,7 @@ _NEXT_LORA_ID = [1]
 
 def load_lora(model, *args, **kwargs):
     """unsloth_zoo.vllm_utils.load_lora: a new request id at every call, as the real one."""
-    call = record("model.load_lora", args, kwargs, ("save_directory", "load_tensors", "lora_request_id"))
+    call = record("model.load_lora", args, kwargs)
     if not Path(call["save_directory"]).exists():
         raise OSError(f"Unsloth: LoRA filepath = {call['save_directory']} does not exist!")
     request = FakeLoRARequest(_NEXT_LORA_ID[0], call["save_directory"])
@@ -44,7 +45,7 @@ def load_lora(model, *args, **kwargs):
 
 def fast_generate(engine, *args, **kwargs):
     """vLLM LLM.generate: one output per prompt, the text names the LoRA request used."""
-    call = record("model.fast_generate", args, kwargs, ("prompts", "sampling_params"))
+    call = record("model.fast_generate", args, kwargs)
     if not engine.alive:
         raise RuntimeError("fake vLLM engine was deleted")
     lora = call.get("lora_request")
@@ -54,7 +55,7 @@ def fast_generate(engine, *args, **kwargs):
 
 def save_pretrained_merged(model, *args, **kwargs):
     """Unsloth's merged save: here PEFT's merge on a copy, saved with the tokenizer."""
-    call = record("model.save_pretrained_merged", args, kwargs, ("save_directory", "tokenizer", "save_method"))
+    call = record("model.save_pretrained_merged", args, kwargs)
     merged = copy.deepcopy(model).merge_and_unload()
     merged.save_pretrained(call["save_directory"])
     if call.get("tokenizer") is not None:
@@ -73,21 +74,27 @@ class FastLanguageModel:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from . import MODEL_DIR
+        from . import CAPABILITY, MODEL_DIR
 
-        call = record("FastLanguageModel.from_pretrained", args, kwargs, ("model_name", "max_seq_length", "dtype"))
-        dtype = call.get("dtype") or torch.bfloat16  # Unsloth's default where the GPU has bf16
+        call = record("FastLanguageModel.from_pretrained", args, kwargs)
+        # unsloth/models/llama.py FastLlamaModel.from_pretrained: None -> fp16 without bf16
+        # (compute capability < 8), bf16 with it; bf16 asked for without it -> fp16, with a warning.
+        bf16 = CAPABILITY >= (8, 0)
+        dtype = call.get("dtype") or (torch.bfloat16 if bf16 else torch.float16)
+        if dtype == torch.bfloat16 and not bf16:
+            dtype = torch.float16
         model = AutoModelForCausalLM.from_pretrained(MODEL_DIR, dtype=dtype)
         tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR)
         if call.get("fast_inference"):
-            _attach_engine(model, FakeEngine())
+            # load_vllm_kwargs in the same function omit random_state: the engine gets load_vllm's 0.
+            _attach_engine(model, FakeEngine(seed=0))
         return model, tokenizer
 
     @staticmethod
     def get_peft_model(model, *args, **kwargs):
         from peft import LoraConfig, get_peft_model
 
-        call = record("FastLanguageModel.get_peft_model", args, kwargs, ("r", "target_modules", "lora_alpha"))
+        call = record("FastLanguageModel.get_peft_model", args, kwargs)
         config = LoraConfig(r=call.get("r", 16), lora_alpha=call.get("lora_alpha", 16),
                             target_modules=list(call["target_modules"]), lora_dropout=0.0, task_type="CAUSAL_LM")
         engine = getattr(model, "vllm_engine", None)

@@ -4,6 +4,6 @@ from pinned import record
 
 
 def delete_vllm(*args, **kwargs):
-    call = record("unsloth_zoo.vllm_utils.delete_vllm", args, kwargs, ("llm",))
+    call = record("unsloth_zoo.vllm_utils.delete_vllm", args, kwargs)
     if call.get("llm") is not None:
         call["llm"].alive = False

@@ -5,4 +5,4 @@ from pinned import record
 
 class SamplingParams:
     def __init__(self, *args, **kwargs):
-        self.kwargs = record("vllm.SamplingParams", args, kwargs, ())
+        self.kwargs = record("vllm.SamplingParams", args, kwargs)

@@ -1,0 +1,39 @@
+"""T4 times are estimates with a stated source (issue 18, 8): the arithmetic, and that the README and
+notebooks 05/06 quote what helpers.estimates computes, labelled as estimates."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers.estimates import (SOURCE, generation_upper_bound_s, hms, seconds_per_step, t4_estimates)
+from helpers.profiles import PROFILES
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def markdown(notebook: str) -> str:
+    [path] = (REPO / "notebooks").glob(f"{notebook}_*.ipynb")
+    return "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "markdown")
+
+
+def test_unsloths_run_gives_24_1_seconds_a_step():
+    assert round(seconds_per_step(), 1) == 24.1 and "1:40:29" in SOURCE
+    assert hms(PROFILES["t4"].max_steps * seconds_per_step()) == "1 h 40 min"  # the t4 profile: 250 steps
+    assert generation_upper_bound_s(8) == seconds_per_step() and hms(generation_upper_bound_s(2 * 1319)) == "2 h 13 min"
+    assert hms(480) == "8 min" and hms(3600) == "1 h 00 min"
+    with pytest.raises(ValueError, match="completions"):
+        generation_upper_bound_s(-1)
+
+
+@pytest.mark.parametrize("where, stages", [("README", ("install and vLLM start-up", "notebook 05, GRPO training",
+                                                       "notebook 06, section 5")),
+                                           ("05", ("install and vLLM start-up", "notebook 05, GRPO training")),
+                                           ("06", ("install and vLLM start-up", "notebook 06, section 5"))])
+def test_the_t4_times_quoted_are_the_labelled_estimates(where, stages):
+    text = " ".join(((REPO / "README.md").read_text() if where == "README" else markdown(where)).split())
+    estimates = t4_estimates(PROFILES["t4"].max_steps)
+    for stage in stages:
+        quoted = estimates[stage].split(" (")[0].removeprefix("about ").removeprefix("at most ").split(" for ")[0]
+        assert quoted in text, f"{where} does not quote {stage}: {quoted}"
+    assert "**Estimated**" in text and "24.1 s" in text and "not yet run" in text
