@@ -109,7 +109,8 @@ class ScratchConfig:
                   (0 < self.top_p <= 1, "top_p must lie in (0, 1]"),
                   (self.learning_rate > 0, "learning_rate must be > 0"),
                   (self.max_grad_norm > 0, "max_grad_norm must be > 0"),
-                  (self.steps >= 1, "steps must be >= 1"), (self.heldout_problems >= 0, "heldout_problems must be >= 0"),
+                  (self.steps >= 1, "steps must be >= 1"),
+                  (self.heldout_problems >= 0, "heldout_problems must be >= 0"),
                   (self.heldout_every >= 1, "heldout_every must be >= 1")]
         for ok, message in checks:
             if not ok:
@@ -479,3 +480,183 @@ def run_stage(stage: str, *, steps: int | None = None, cold_start=None, output_d
           f"{config.num_generations} completions x {config.max_new_tokens} tokens, from {cold_start or CPU.model_id}")
     return train(model, tokenizer, config, output_dir=output_dir or f"outputs/scratch-{stage}" + "-quick" * quick_run,
                  command=command)
+
+
+# --------------------------------------------------------------------------- checked against TRL
+def lora_state(model) -> dict:
+    """``{name: tensor}``, a copy of the trainable (LoRA) parameters."""
+    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+
+
+def tiny_policy(tokenizer, dtype=torch.float64, seed: int = 0):
+    """A 2-layer random Llama (hidden size 32) for ``tokenizer``, with a LoRA (rank 4 on q/v/up) whose B is
+    random instead of PEFT's zeros, so that the adapter matters from step 1: the model of the checks
+    against TRL (float64: the two sides then differ by rounding only)."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True)
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "up_proj"], lora_dropout=0.0,
+                      task_type="CAUSAL_LM")
+    model = get_peft_model(LlamaForCausalLM(config).to(dtype), lora).to(dtype)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.2)
+    return model
+
+
+def trl_steps(policy, tokenizer, rows: list[dict], config: ScratchConfig, reward_funcs, output_dir,
+              eos_bias: float = 6.0) -> tuple[dict, list]:
+    """Train ``policy`` in place with TRL 0.22.2's ``GRPOTrainer`` for ``config.num_iterations`` steps (one
+    generated batch of all ``rows`` x G) at ``config``'s settings, and capture what its generation step made.
+
+    ``eos_bias`` is added to the EOS logit while sampling, so that some completions end early.
+
+    Returns:
+        ``(seen, logged)``: ``seen`` holds the ``rows`` TRL drew (its order), its ``batch`` tensors
+        (prompt/completion ids and masks, advantages, old/ref log-probs) and its ``rewards`` per
+        function; ``logged`` its per-step logs (loss, grad_norm, kl, clip ratios).
+    """
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    args = GRPOConfig(
+        output_dir=str(output_dir), use_cpu=True, bf16=False, fp16=False, report_to="none", seed=0,
+        per_device_train_batch_size=config.num_generations * len(rows), num_generations=config.num_generations,
+        max_completion_length=config.max_new_tokens, max_steps=config.num_iterations,
+        num_iterations=config.num_iterations, beta=config.beta, epsilon=config.epsilon, loss_type=config.loss_type,
+        scale_rewards="group" if config.scale_std else "none", temperature=config.temperature, top_p=config.top_p,
+        learning_rate=config.learning_rate, lr_scheduler_type="constant", optim="adamw_torch",
+        weight_decay=config.weight_decay, adam_beta1=config.adam_betas[0], adam_beta2=config.adam_betas[1],
+        adam_epsilon=config.adam_eps, max_grad_norm=config.max_grad_norm, logging_steps=1, save_strategy="no",
+        disable_tqdm=True, generation_kwargs={"sequence_bias": {(tokenizer.eos_token_id,): eos_bias}})
+    trainer = GRPOTrainer(model=policy, reward_funcs=list(reward_funcs), args=args,
+                          train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
+    seen, generate = {}, trainer._generate_and_score_completions
+
+    def capture(inputs):
+        out = generate(inputs)
+        seen.update(rows=[dict(r) for r in inputs],
+                    batch={k: v.clone() for k, v in out.items() if torch.is_tensor(v)},
+                    rewards=[list(trainer._logs["rewards"][f.__name__]) for f in reward_funcs])
+        return out
+
+    trainer._generate_and_score_completions = capture
+    trainer.train()
+    return seen, [h for h in trainer.state.log_history if "loss" in h]
+
+
+def scratch_steps(model, tokenizer, seen: dict, config: ScratchConfig, reward_funcs):
+    """The scratch update on the batch TRL generated (``seen`` from :func:`trl_steps`): score it, prepare
+    it, then ``num_iterations`` AdamW steps. Returns ``(rewards (B, F), batch, [stats per step])``."""
+    b = seen["batch"]
+    texts = completion_texts(tokenizer, b["completion_ids"])
+    rewards = score_completions(reward_funcs, seen["rows"], texts, b["completion_ids"], b["completion_mask"])
+    batch = prepare_batch(model, b["prompt_ids"], b["prompt_mask"], b["completion_ids"], b["completion_mask"],
+                          rewards, config, [f.__name__ for f in reward_funcs])
+    optimizer = make_optimizer(model, config)
+    return rewards, batch, [optimizer_step(model, optimizer, batch, config) for _ in range(config.num_iterations)]
+
+
+def parameter_differences(ours: dict, theirs: dict, start: dict) -> tuple[float, float]:
+    """``(max over tensors of max|ours - theirs| / max|theirs|, ||ours - theirs|| / ||theirs - start||)``:
+    the difference relative to the parameters, and relative to the update (the stricter one)."""
+    per_tensor = max(((ours[n] - theirs[n]).abs().max() / theirs[n].abs().max()).item() for n in theirs)
+    diff = torch.cat([(ours[n] - theirs[n]).flatten() for n in theirs])
+    update = torch.cat([(theirs[n] - start[n]).flatten() for n in theirs])
+    return per_tensor, (diff.norm() / update.norm()).item()
+
+
+def compare_with_trl(policy, tokenizer, rows: list[dict], config: ScratchConfig, reward_funcs, output_dir) -> dict:
+    """One generated batch through TRL's trainer (on ``policy``) and through the scratch loop (on a copy of
+    ``policy`` as it was): ``{"per_tensor", "of_update"}`` (:func:`parameter_differences`) and what each
+    side saw (``seen``, ``logged``, ``rewards``, ``batch``, ``stats``, the LoRA ``start``/``theirs``/``ours``,
+    the scratch ``model``)."""
+    import copy
+
+    start, ours_model = lora_state(policy), copy.deepcopy(policy)
+    seen, logged = trl_steps(policy, tokenizer, rows, config, reward_funcs, output_dir)
+    rewards, batch, stats = scratch_steps(ours_model, tokenizer, seen, config, reward_funcs)
+    theirs, ours = lora_state(policy), lora_state(ours_model)
+    per_tensor, of_update = parameter_differences(ours, theirs, start)
+    return dict(per_tensor=per_tensor, of_update=of_update, seen=seen, logged=logged, rewards=rewards, batch=batch,
+                stats=stats, start=start, theirs=theirs, ours=ours, model=ours_model)
+
+
+# ----------------------------------------------------------------------------------- stage runs
+PLOTTED = (("reward", "reward (mean over the batch)"), ("kl", "KL to the reference (k3, nats/token)"),
+           ("completions/mean_length", "mean completion length (tokens)"),
+           ("grad_norm", "grad norm (before clipping)"), ("heldout/accuracy", "held-out accuracy (greedy)"))
+
+
+def read_stage_runs(results_dir) -> tuple[dict, list]:
+    """``({stage: metrics columns}, [missing stages])`` from ``results_dir/<stage>/metrics.csv``, stages in
+    :data:`STAGES` order (:func:`helpers.plots.read_metrics`)."""
+    from .plots import read_metrics
+
+    results_dir = Path(results_dir)
+    found = {s: read_metrics(results_dir / s / METRICS_FILE) for s in STAGES
+             if (results_dir / s / METRICS_FILE).exists()}
+    return found, [s for s in STAGES if s not in found]
+
+
+def plot_stage_runs(runs: dict, show: bool = True):
+    """One figure, five panels against the step (:data:`PLOTTED`: reward, KL, length, grad norm, held-out
+    accuracy), one line per stage run (``{stage: metrics columns}``). Returns the ``Figure``.
+
+    Raises:
+        ValueError: no runs.
+    """
+    import matplotlib.pyplot as plt
+
+    from .plots import _finish, rolling_mean
+
+    if not runs:
+        raise ValueError("no stage runs to plot")
+    fig, axes = plt.subplots(1, len(PLOTTED), figsize=(19, 3.8), constrained_layout=True)
+    for stage, m in runs.items():
+        for ax, (key, title) in zip(axes, PLOTTED):
+            pairs = [(s, v) for s, v in zip(m["step"], m.get(key, [])) if not math.isnan(v)]
+            steps, values = [p[0] for p in pairs], [p[1] for p in pairs]
+            if key == "heldout/accuracy":
+                ax.plot(steps, [100 * v for v in values], marker="s", label=stage)
+            elif key in ("reward", "completions/mean_length"):
+                line, = ax.plot(steps, rolling_mean(values, 3), lw=2, label=stage)
+                ax.plot(steps, values, ls="", marker=".", alpha=0.4, color=line.get_color())
+            else:
+                ax.plot(steps, values, marker=".", label=stage)
+            ax.set(title=title + (" %" if key == "heldout/accuracy" else ""), xlabel="step")
+    axes[0].set_title("reward (3-step mean; dots: each step)")
+    axes[0].legend(fontsize=8)
+    return _finish(fig, show)
+
+
+def stage_table(runs: dict):
+    """A ``DataFrame``, one row per stage run: mean reward over the first and the last 5 steps, the last
+    step's KL, mean length and grad norm over the last 5 steps, the share of clipped tokens, held-out
+    accuracy before (step 0) and after (last evaluation), and the mean step time (s)."""
+    import pandas as pd
+
+    def mean(values):
+        values = [v for v in values if not math.isnan(v)]
+        return sum(values) / len(values) if values else float("nan")
+
+    rows = {}
+    for stage, m in runs.items():
+        trained = [i for i, s in enumerate(m["step"]) if s > 0]
+        first, last = trained[:5], trained[-5:]
+        held = [v for v in m.get("heldout/accuracy", []) if not math.isnan(v)]
+        rows[stage] = {"reward, steps 1-5": mean([m["reward"][i] for i in first]),
+                       "reward, last 5": mean([m["reward"][i] for i in last]), "KL, last step": m["kl"][trained[-1]],
+                       "length, last 5": mean([m["completions/mean_length"][i] for i in last]),
+                       "grad norm, last 5": mean([m["grad_norm"][i] for i in last]),
+                       "clipped tokens, mean": mean([m["clip_ratio/region_mean"][i] for i in trained]),
+                       "held-out, step 0": held[0] if held else float("nan"),
+                       "held-out, last": held[-1] if held else float("nan"),
+                       "seconds per step": mean([m["step_time_s"][i] for i in trained])}
+    return pd.DataFrame.from_dict(rows, orient="index")

@@ -58,73 +58,10 @@ def lora_policy(model_dir, dtype, targets=("q_proj", "v_proj", "up_proj")):
     return model, tokenizer
 
 
-def lora_params(model) -> dict:
-    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
-
-
-def run_trl(model, tokenizer, out_dir, config: scratch.ScratchConfig):
-    """``config.num_iterations`` steps of TRL's GRPOTrainer (one generated batch), with what it generated."""
-    from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
-
-    dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": p}], "tag": i} for i, p in enumerate(PROMPTS)])
-    args = GRPOConfig(
-        output_dir=str(out_dir), use_cpu=True, bf16=False, fp16=False, report_to="none", seed=0,
-        per_device_train_batch_size=G * len(PROMPTS), num_generations=G, max_completion_length=MAX_LEN,
-        max_steps=config.num_iterations, num_iterations=config.num_iterations, beta=config.beta,
-        epsilon=config.epsilon, loss_type=config.loss_type, scale_rewards="group" if config.scale_std else "none",
-        temperature=config.temperature, learning_rate=config.learning_rate, lr_scheduler_type="constant",
-        optim="adamw_torch", weight_decay=config.weight_decay, adam_beta1=config.adam_betas[0],
-        adam_beta2=config.adam_betas[1], adam_epsilon=config.adam_eps, max_grad_norm=config.max_grad_norm,
-        logging_steps=1, save_strategy="no", disable_tqdm=True,
-        generation_kwargs={"sequence_bias": {(tokenizer.eos_token_id,): 6.0}},  # some completions end early
-    )
-    trainer = GRPOTrainer(model=model, reward_funcs=REWARDS, args=args, train_dataset=dataset,
-                          processing_class=tokenizer)
-    seen = {}
-    generate = trainer._generate_and_score_completions
-
-    def capture(inputs):
-        out = generate(inputs)
-        seen.update(rows=copy.deepcopy(inputs), batch={k: v.clone() for k, v in out.items() if torch.is_tensor(v)},
-                    rewards=[list(trainer._logs["rewards"][f.__name__]) for f in REWARDS])
-        return out
-
-    trainer._generate_and_score_completions = capture
-    trainer.train()
-    logged = [h for h in trainer.state.log_history if "loss" in h]
-    return seen, logged
-
-
-def scratch_step(model, tokenizer, seen, config):
-    """The scratch update (num_iterations AdamW steps) on the batch TRL generated."""
-    b = seen["batch"]
-    texts = scratch.completion_texts(tokenizer, b["completion_ids"])
-    rewards = scratch.score_completions(REWARDS, seen["rows"], texts, b["completion_ids"], b["completion_mask"])
-    batch = scratch.prepare_batch(model, b["prompt_ids"], b["prompt_mask"], b["completion_ids"], b["completion_mask"],
-                                  rewards, config)
-    optimizer = scratch.make_optimizer(model, config)
-    stats = [scratch.optimizer_step(model, optimizer, batch, config) for _ in range(config.num_iterations)]
-    return rewards, batch, stats
-
-
-def differences(ours: dict, theirs: dict, start: dict) -> tuple[float, float]:
-    """(max over tensors of max|ours - theirs| / max|theirs|, ||ours - theirs|| / ||theirs - start||)."""
-    per_tensor = max(((ours[n] - theirs[n]).abs().max() / theirs[n].abs().max()).item() for n in theirs)
-    diff = torch.cat([(ours[n] - theirs[n]).flatten() for n in theirs])
-    update = torch.cat([(theirs[n] - start[n]).flatten() for n in theirs])
-    return per_tensor, (diff.norm() / update.norm()).item()
-
-
 def compare_with_trl(model_dir, dtype, tmp_path, config, targets=("q_proj", "v_proj", "up_proj")):
     policy, tokenizer = lora_policy(model_dir, dtype, targets)
-    start = lora_params(policy)
-    ours_model = copy.deepcopy(policy)
-    seen, logged = run_trl(policy, tokenizer, tmp_path, config)
-    theirs = lora_params(policy)
-    rewards, batch, stats = scratch_step(ours_model, tokenizer, seen, config)
-    return dict(seen=seen, logged=logged, rewards=rewards, batch=batch, stats=stats, start=start, theirs=theirs,
-                ours=lora_params(ours_model), tokenizer=tokenizer, model=ours_model)
+    rows = [{"prompt": [{"role": "user", "content": p}], "tag": i} for i, p in enumerate(PROMPTS)]
+    return {**scratch.compare_with_trl(policy, tokenizer, rows, config, REWARDS, tmp_path), "tokenizer": tokenizer}
 
 
 CASES = [(n, beta, loss) for n in (1, 2) for beta in (0.0, 0.04) for loss in ("grpo", "dr_grpo")]
@@ -158,7 +95,7 @@ def test_one_step_equals_trls_on_the_same_completions(tiny_model_dir, tmp_path, 
     for ours, theirs in zip(r["stats"], r["logged"]):
         assert ours["grad_norm"] == pytest.approx(theirs["grad_norm"], rel=1e-6)
         assert ours["loss"] == pytest.approx(theirs["loss"], abs=5.1e-5)  # TRL logs 4 decimals
-    per_tensor, of_update = differences(r["ours"], r["theirs"], r["start"])
+    per_tensor, of_update = r["per_tensor"], r["of_update"]
     print(f"n_iter={num_iterations} beta={beta} {loss_type}: max|diff|/max|p| {per_tensor:.1e}, "
           f"||diff||/||update|| {of_update:.1e}")
     assert per_tensor <= 1e-6 and of_update <= 1e-6
@@ -168,8 +105,8 @@ def test_one_step_equals_trls_on_the_same_completions(tiny_model_dir, tmp_path, 
             for name, p in other.named_parameters():
                 if p.requires_grad:
                     p.copy_(r["start"][name])
-        scratch_step(other, r["tokenizer"], r["seen"], replace(config, loss_type="dr_grpo"))
-        assert differences(lora_params(other), r["theirs"], r["start"])[1] > 1e-3
+        scratch.scratch_steps(other, r["tokenizer"], r["seen"], replace(config, loss_type="dr_grpo"), REWARDS)
+        assert scratch.parameter_differences(scratch.lora_state(other), r["theirs"], r["start"])[1] > 1e-3
 
 
 @pytest.mark.slow
@@ -185,7 +122,7 @@ def test_one_step_equals_trls_on_smollm2_in_float32(smollm2_dir, tmp_path):
                                    max_new_tokens=MAX_LEN, temperature=0.7, learning_rate=5e-4, steps=2,
                                    heldout_problems=0)
     r = compare_with_trl(smollm2_dir, torch.float32, tmp_path, config, targets=("q_proj", "v_proj"))
-    per_tensor, of_update = differences(r["ours"], r["theirs"], r["start"])
+    per_tensor, of_update = r["per_tensor"], r["of_update"]
     print(f"SmolLM2 fp32: max|diff|/max|p| {per_tensor:.1e}, ||diff||/||update|| {of_update:.1e}")
     assert r["batch"].advantages.abs().sum() > 0
     for ours, theirs in zip(r["stats"], r["logged"]):
