@@ -291,31 +291,87 @@ def live_vllm_models() -> int:
     return len(_LIVE_VLLM)
 
 
+# Where unsloth 2026.10.9 keeps the vLLM engine on a model (models/llama.py from_pretrained:
+# ``vllm_engine``, ``fast_generate = vllm_engine.generate``, ``fast_generate_batches = partial(
+# generate_batches, vllm_engine)``; models/_utils.py patch_peft_fast_inference copies those three to
+# the PEFT wrapper and adds ``load_lora``/``save_lora = partial(..., model)``), and the attributes that
+# point back at their own module (llama.py get_peft_model: ``for_training``/``for_inference`` =
+# ``partial(..., model)`` on every nested ``.model``; ``generate = MethodType(..., model)``).
+ENGINE_ATTRIBUTES = ("vllm_engine", "fast_generate", "fast_generate_batches", "load_lora", "save_lora")
+SELF_ATTRIBUTES = ("for_training", "for_inference", "generate", "_old_generate")
+
+
+class GPUMemoryError(RuntimeError):
+    """Too little free GPU memory for the next model (see :func:`free_gpu_memory`)."""
+
+
 def release(model) -> None:
-    """Shut down the vLLM engine inside an Unsloth model and return its GPU memory.
+    """Shut down the vLLM engine inside an Unsloth model and drop every reference to it.
 
-    Needed before another model is loaded on a T4, where the engine (and the 4-bit weights it
-    shares with the trainer) fill most of the card. Uses Unsloth's own
-    ``unsloth_zoo.vllm_utils.delete_vllm``; then drop your references (``del model``) so that
-    the rest is freed too. No-op for a model without vLLM. Not run on a GPU yet.
+    Needed before another model is loaded on a T4, where the engine (KV cache at 0.76 of the card,
+    and the 4-bit weights it shares with the trainer) fills most of the 15 GB. Calls Unsloth's own
+    ``unsloth_zoo.vllm_utils.delete_vllm``, then deletes :data:`ENGINE_ATTRIBUTES` (which hold the
+    engine) and :data:`SELF_ATTRIBUTES` (which make the model a reference cycle) from the model and
+    every submodule, so that no attribute keeps the engine alive. The shared weights belong to the
+    model: they are freed only once you drop it too, so the order is ``release(model)``,
+    ``del model`` (and every other name bound to it), then :func:`free_gpu_memory` before loading
+    the next model (:func:`helpers.comparison.load_merged` calls it). The model cannot generate
+    with vLLM afterwards. No-op for a model without vLLM. Not run on a GPU yet.
     """
-    engine = getattr(model, "vllm_engine", None)
-    if engine is not None:
-        from unsloth_zoo.vllm_utils import delete_vllm
-
-        modules = getattr(model, "modules", None)
-        for holder in [model, *(modules() if callable(modules) else [])]:
-            if getattr(holder, "vllm_engine", None) is not None:
-                holder.vllm_engine = None  # PEFT wrapper and inner model both hold it
-        delete_vllm(engine)
+    modules = getattr(model, "modules", None)
+    holders = [model, *(modules() if callable(modules) else [])]
+    engines = {id(e): e for e in (vars(h).get("vllm_engine") for h in holders if hasattr(h, "__dict__"))
+               if e is not None}
+    for holder in holders:
+        for name in (*ENGINE_ATTRIBUTES, *SELF_ATTRIBUTES):
+            if name in getattr(holder, "__dict__", {}):
+                delattr(holder, name)
     _LIVE_VLLM.discard(model)
     _LORA_REQUESTS.pop(model, None)
+    if engines:
+        from unsloth_zoo.vllm_utils import delete_vllm
+
+        for engine in engines.values():
+            delete_vllm(engine)
+    del engines, holders
     gc.collect()
+    _empty_cuda_cache()
+
+
+def _empty_cuda_cache() -> None:
     if "torch" in sys.modules:
         import torch
 
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
+
+
+def free_gpu_memory(needed_gib: float, what: str = "the next model") -> float | None:
+    """Collect garbage (the reference cycles of a model just ``del``-eted), empty the CUDA cache
+    and check that ``needed_gib`` GiB of GPU memory are free; returns the free GiB (None without
+    CUDA, where nothing is checked).
+
+    Raises:
+        GPUMemoryError: less than ``needed_gib`` free; the message gives both numbers and the
+            card's total, and what usually still holds the memory.
+    """
+    gc.collect()
+    _empty_cuda_cache()
+    if "torch" not in sys.modules:
+        return None
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    free, total = (b / 2**30 for b in torch.cuda.mem_get_info())
+    if free < needed_gib:
+        raise GPUMemoryError(
+            f"{free:.1f} GiB of the GPU's {total:.1f} GiB are free, but {what} needs about "
+            f"{needed_gib:.1f} GiB (an estimate). Something still holds the GPU: the vLLM engine or "
+            "the policy (call helpers.models.release(model), then `del model` and any other name "
+            "bound to it, such as a trainer), or another process on this GPU (nvidia-smi lists them). "
+            "Or restart the session (Runtime > Restart session), run the settings cell, then this section.")
+    return free
 
 
 def uses_vllm(model) -> bool:

@@ -9,9 +9,10 @@
 * ``lora_adapter/`` - the trained LoRA weights (PEFT format) and the tokenizer;
 * ``training_curves.png`` - the curves of :func:`helpers.plots.plot_training_curves`;
 * ``checkpoint-<step>/`` - every ``profile.save_steps`` steps (GPU profiles; the CPU profile saves
-  none), the last ``profile.save_total_limit`` kept. A second :func:`train` into the same folder
-  resumes from the newest one: the step counter, optimizer, scheduler and random state continue
-  and ``metrics.csv`` keeps its rows. Put ``output_dir`` on Google Drive
+  none), the last ``profile.save_total_limit`` kept (on Google Drive only the last one,
+  :data:`helpers.persist.DRIVE_CHECKPOINTS`). A second :func:`train` into the same folder resumes
+  from the newest one that loads (:func:`last_checkpoint`): the step counter, optimizer, scheduler
+  and random state continue and ``metrics.csv`` keeps its rows. Put ``output_dir`` on Google Drive
   (:func:`helpers.persist.output_dir`) and a Colab disconnect costs at most ``save_steps`` steps.
 
 Under ``accelerate launch`` (several processes, :mod:`helpers.distributed`) every process trains
@@ -208,6 +209,7 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
 
     from .data import load_gsm8k
     from .models import load_model
+    from .persist import DRIVE_CHECKPOINTS, on_drive
     from .plots import plot_training_curves
 
     profile = profile or get_profile()
@@ -231,6 +233,8 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
                                  max_new_tokens=profile.max_completion_length)]
     if profile.fast_rollouts and profile.backend == "transformers":
         from .rollouts import CourseGRPOTrainer as GRPOTrainer  # noqa: F811 - same trainer, cheaper steps
+    if on_drive(output_dir) and profile.save_steps > 0:  # each rotated checkpoint probably goes to Drive's trash
+        config_overrides.setdefault("save_total_limit", DRIVE_CHECKPOINTS)
     trainer = GRPOTrainer(
         model=model,
         processing_class=tokenizer,
@@ -262,12 +266,62 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
                        watch[0].history if watch else [])
 
 
-def last_checkpoint(output_dir) -> Path | None:
-    """The newest ``checkpoint-<step>`` folder in ``output_dir`` that holds a trainer state, or None."""
-    output_dir = Path(output_dir)
-    found = [p for p in output_dir.glob("checkpoint-*")
-             if p.name.split("-", 1)[1].isdigit() and (p / "trainer_state.json").exists()]
-    return max(found, key=_checkpoint_step, default=None)
+def last_checkpoint(output_dir, verbose: bool = True) -> Path | None:
+    """The newest ``checkpoint-<step>`` folder in ``output_dir`` that loads (:func:`checkpoint_problem`
+    finds nothing wrong), or None. Newer ones that do not load are skipped, with the reason printed
+    when ``verbose``: over Google Drive a checkpoint's files are not written atomically, and a
+    disconnect mid-upload can leave ``trainer_state.json`` beside a truncated ``optimizer.pt``."""
+    found = [p for p in Path(output_dir).glob("checkpoint-*") if p.is_dir() and p.name.split("-", 1)[1].isdigit()]
+    for path in sorted(found, key=_checkpoint_step, reverse=True):
+        problem = checkpoint_problem(path)
+        if problem is None:
+            return path
+        if verbose:
+            print(f"Skipping {path.name}, it does not load: {problem}")
+    return None
+
+
+def checkpoint_problem(path) -> str | None:
+    """Why the trainer checkpoint in ``path`` would not load, or None when every file reads back.
+
+    Required: ``trainer_state.json``, weights (``*.safetensors``/``*.bin``) and optimizer state
+    (``optimizer.pt``), or DeepSpeed's ``global_step*`` folder for both. Every file present is read:
+    JSON parsed, safetensors' header checked against the file's length, ``.pt``/``.pth``/``.bin``
+    zip archives (``torch.save``) checked against their CRC-32s, older pickles loaded on the CPU.
+    """
+    import json
+    import zipfile
+
+    path = Path(path)
+    deepspeed = any(path.glob("global_step*"))
+    required = {"trainer state": [path / "trainer_state.json"], "optimizer state": [path / "optimizer.pt"],
+                "weights": [f for f in (*path.glob("*.safetensors"), *path.glob("*.bin"))
+                            if f.name != "training_args.bin"]}
+    for what, files in required.items():
+        if not any(f.is_file() for f in files) and not (deepspeed and what != "trainer state"):
+            return f"no {what} ({', '.join(f.name for f in files) or 'no weights file'} missing)"
+    for file in sorted(f for f in path.rglob("*") if f.is_file()):
+        try:
+            if file.suffix == ".json":
+                json.loads(file.read_text())
+            elif file.suffix == ".safetensors":
+                from safetensors import safe_open
+
+                with safe_open(str(file), "pt"):
+                    pass
+            elif file.suffix in (".pt", ".pth", ".bin"):
+                if not zipfile.is_zipfile(file):  # a truncated zip has lost its directory too
+                    import torch
+
+                    torch.load(file, map_location="cpu", weights_only=False)
+                else:
+                    with zipfile.ZipFile(file) as archive:
+                        bad = archive.testzip()
+                    if bad is not None:
+                        return f"{file.name}: bad CRC in {bad}"
+        except Exception as error:  # truncated, empty, corrupt
+            return f"{file.relative_to(path)}: {type(error).__name__}: {str(error)[:120]}"
+    return None
 
 
 def _checkpoint_step(path) -> int:

@@ -273,17 +273,112 @@ def test_merged_save_then_release_then_4bit_reload(fake, t4_model, monkeypatch, 
     monkeypatch.setattr(transformers, "BitsAndBytesConfig", lambda **kwargs: kwargs)
     namespace = {"model": model, "tokenizer": tokenizer, "ADAPTER_DIR": adapter, "profile": PROFILES["t4"],
                  "test_ds": load_gsm8k("test", n=1), "DECODING": decoding(PROFILES["t4"]), "uses_vllm": uses_vllm}
+    namespace["ROOT"] = adapter.parent.parent  # a local adapter: merged beside it
     exec(cell("06", "ce4db054"), namespace)  # generate with the LoRA, save the merged model
     [merge] = fake.calls("model.save_pretrained_merged")
     assert merge["save_method"] == "merged_16bit" and (adapter.parent / "merged" / "config.json").exists()
     with pytest.raises(RuntimeError, match="release"):
         load_merged(adapter.parent / "merged", PROFILES["t4"])  # the wrong order is refused
     exec(cell("06", "895f6e37"), namespace)  # release, del, reload in 4-bit, generate with HF
-    assert fake.calls("unsloth_zoo.vllm_utils.delete_vllm") == [{"llm": engine}] and not engine.alive
+    [deleted] = fake.calls("unsloth_zoo.vllm_utils.delete_vllm")
+    assert deleted["llm"]() is engine and not engine.alive
     assert "model" not in namespace and live_vllm_models() == 0
     [reload] = loads
     assert reload["quantization_config"]["load_in_4bit"] and reload["device_map"] == "auto"
     assert reload["dtype"] == torch.float16 == reload["quantization_config"]["bnb_4bit_compute_dtype"]
+
+
+def test_release_drops_every_reference_to_the_engine_and_the_policy_is_freed_before_the_reload(
+        fake, tmp_path, monkeypatch, gsm8k_dir):
+    """Issue 18, 1: release() cleared only `vllm_engine`, so fast_generate (the engine's bound
+    generate), fast_generate_batches, load_lora and save_lora kept the engine alive; and it collected
+    garbage before the notebook's `del model`, so the policy (a reference cycle through its
+    for_training partial) still held the GPU when the merged model was loaded."""
+    import gc
+    import weakref
+
+    import transformers
+
+    from helpers.comparison import save_merged
+    from helpers.data import load_gsm8k
+    from helpers.models import ENGINE_ATTRIBUTES, load_model
+
+    from helpers.models import release, uses_vllm
+
+    model, tokenizer = load_model(PROFILES["t4"])
+    holders = [m for m in [model, *model.modules()] if set(vars(m)) & set(ENGINE_ATTRIBUTES)]
+    assert {a for m in holders for a in vars(m) if a in ENGINE_ATTRIBUTES} == set(ENGINE_ATTRIBUTES)  # as Unsloth
+    engine = weakref.ref(model.vllm_engine)
+    gc.disable()
+    try:
+        release(model)  # while the model is still referenced (a trainer, another name): the engine goes
+        assert engine() is None, "an attribute of the model still references the vLLM engine"
+    finally:
+        gc.enable()
+    assert not uses_vllm(model) and not any(set(vars(m)) & set(ENGINE_ATTRIBUTES) for m in holders)
+    del holders
+
+    model, tokenizer = load_model(PROFILES["t4"])  # notebook 06's order, from a fresh policy
+    merged_dir = save_merged(model, tokenizer, tmp_path / "merged")
+    engine, policy = weakref.ref(model.vllm_engine), weakref.ref(model)
+    alive_at_load, real_from_pretrained = [], transformers.AutoModelForCausalLM.from_pretrained
+
+    def from_pretrained(path, **kwargs):
+        alive_at_load.append({"engine": engine() is not None, "policy": policy() is not None})
+        return real_from_pretrained(path, dtype=kwargs["dtype"])
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", from_pretrained)
+    monkeypatch.setattr(transformers, "BitsAndBytesConfig", lambda **kwargs: kwargs)
+    namespace = {"model": model, "tokenizer": tokenizer, "profile": PROFILES["t4"], "MERGED_DIR": merged_dir,
+                 "question": load_gsm8k("test", n=1)[0], "greedy": dict(max_new_tokens=4, temperature=0),
+                 "with_lora": ""}
+    exec("from helpers.comparison import load_merged\nfrom helpers.grading import extract_answer\n"
+         "from helpers.models import generate, uses_vllm", namespace)
+    del model
+    gc.disable()  # only the code under test collects
+    try:
+        exec(cell("06", "895f6e37"), namespace)  # release, del, load_merged, generate
+    finally:
+        gc.enable()
+    assert alive_at_load == [{"engine": False, "policy": False}]
+
+
+def test_notebook_06_reads_a_drive_adapter_and_merges_to_local_disk(fake, t4_model, monkeypatch, tmp_path, gsm8k_dir):
+    """Issue 18, 2 and 4: on a fresh runtime 06's settings find 05's adapter on Drive by default (GPU
+    profile in Colab), and the merged model is written under ROOT, not into the Drive run folder."""
+    import shutil
+
+    from helpers.models import uses_vllm
+
+    model, tokenizer, adapter = t4_model
+    mount = tmp_path / "content" / "drive"
+    run_on_drive = mount / "MyDrive" / "grpo-course" / "outputs" / "grpo-t4"
+    mounted = []
+
+    def drive_mount(path):  # the Drive of 05's run, mounted
+        mounted.append(path)
+        shutil.copytree(adapter, run_on_drive / "lora_adapter")
+
+    colab = types.ModuleType("google.colab")
+    colab.drive = types.SimpleNamespace(mount=drive_mount)
+    monkeypatch.setitem(sys.modules, "google", types.ModuleType("google"))
+    monkeypatch.setitem(sys.modules, "google.colab", colab)
+    monkeypatch.setattr("helpers.persist.DRIVE_MOUNT", mount)
+    for name in ("GRPO_DRIVE", "GRPO_DRIVE_DIR", "GRPO_ADAPTER", "GRPO_ADAPTER_DIR", "GRPO_QUICK"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GRPO_PROFILE", "t4")
+    root = tmp_path / "content" / "grpo-course"
+    namespace = {"ROOT": str(root)}
+    exec(cell("06", "c5c61adb"), namespace)  # settings: USE_DRIVE by default, ADAPTER on Drive
+    exec(cell("06", "c05c0b32"), namespace)  # locate the adapter
+    assert namespace["USE_DRIVE"] and mounted == [str(mount)]
+    assert namespace["ADAPTER_DIR"] == run_on_drive / "lora_adapter"
+    namespace.update(model=model, tokenizer=tokenizer, uses_vllm=uses_vllm, test_ds=__import__(
+        "helpers.data", fromlist=["load_gsm8k"]).load_gsm8k("test", n=1))
+    exec(cell("06", "ce4db054"), namespace)  # generate with the LoRA, save the merged model
+    assert namespace["MERGED_DIR"] == root / "outputs" / "grpo-t4" / "merged"
+    assert (root / "outputs" / "grpo-t4" / "merged" / "config.json").exists()
+    assert not (run_on_drive / "merged").exists()
 
 
 # ------------------------------------------------------------------ issue 18: seed and batching

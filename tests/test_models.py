@@ -126,3 +126,36 @@ def test_a_16_bit_transformers_model_goes_to_the_gpu_and_the_cpu_run_stays(monke
     moved.clear()
     model, _ = load_model(PROFILES["cpu"], tiny_model_dir, lora=False)
     assert model.dtype == torch.float32 and moved == []
+
+
+def test_free_gpu_memory_collects_a_deleted_cycle_and_names_the_numbers(monkeypatch):
+    """Issue 18, 1: release() collected garbage *before* the notebook's `del model`, so a policy held
+    in a reference cycle kept its GPU memory when the merged model was loaded. free_gpu_memory runs
+    after the del: it collects first, then reads the free memory, and refuses with the numbers."""
+    import torch
+
+    from helpers.models import GPUMemoryError, free_gpu_memory
+
+    gib, held = 2**30, set()
+
+    class Policy:  # holds 11 GiB while alive, and points at itself (Unsloth's for_training partial)
+        def __init__(self):
+            self.for_training, self.name = self, "policy"
+            held.add(self.name)
+
+        def __del__(self):
+            held.discard(self.name)
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: ((14.5 - 11 * len(held)) * gib, 14.7 * gib))
+    policy = Policy()
+    del policy  # the cycle keeps it alive until a collection
+    assert held == {"policy"}
+    assert free_gpu_memory(3.5, "the merged model") == 14.5 and held == set()
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (3.2 * gib, 14.7 * gib))
+    with pytest.raises(GPUMemoryError, match=r"3\.2 GiB of the GPU's 14\.7 GiB are free, but the merged model "
+                                             r"needs about 3\.5 GiB.*release\(model\).*del model"):
+        free_gpu_memory(3.5, "the merged model")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert free_gpu_memory(100.0) is None  # nothing to check on a CPU

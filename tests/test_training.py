@@ -72,12 +72,66 @@ def test_interrupted_run_resumes_from_its_checkpoint_and_continues_the_csv(tiny_
     assert (out / "checkpoint-2").exists() and (run.adapter_dir / "adapter_model.safetensors").exists()
 
 
+def write_checkpoint(folder, step):
+    """The files a trainer checkpoint holds (small, real formats)."""
+    import json
+
+    import torch
+    from safetensors.torch import save_file
+
+    folder.mkdir()
+    (folder / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    save_file({"lora_A": torch.ones(4, 8)}, str(folder / "adapter_model.safetensors"))
+    optimizer = {"state": {0: {"exp_avg": torch.randn(64, 64)}}, "param_groups": [{"lr": 1e-5}]}
+    torch.save(optimizer, folder / "optimizer.pt")
+    torch.save({"last_epoch": step}, folder / "scheduler.pt")
+    return folder
+
+
 def test_the_newest_complete_checkpoint_is_the_one_resumed(tmp_path):
     from helpers.training import last_checkpoint
 
     assert last_checkpoint(tmp_path) is None
     for step in (5, 25, 10):
-        (tmp_path / f"checkpoint-{step}").mkdir()
-        (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+        write_checkpoint(tmp_path / f"checkpoint-{step}", step)
     (tmp_path / "checkpoint-99").mkdir()  # half-written: no trainer state, never resumed from
     assert last_checkpoint(tmp_path).name == "checkpoint-25"
+
+
+def test_a_checkpoint_counts_only_if_it_loads(tmp_path, capsys):
+    """Issue 18, 5: over Drive a disconnect mid-upload can leave trainer_state.json beside a truncated
+    optimizer.pt; resume trusted the state file alone and crashed in torch.load. Now such a checkpoint
+    is skipped, with the reason, and the previous one is resumed."""
+    from helpers.training import checkpoint_problem, last_checkpoint
+
+    older, newer = write_checkpoint(tmp_path / "checkpoint-25", 25), write_checkpoint(tmp_path / "checkpoint-50", 50)
+    assert checkpoint_problem(newer) is None and last_checkpoint(tmp_path) == newer
+    optimizer = (newer / "optimizer.pt").read_bytes()
+    (newer / "optimizer.pt").write_bytes(optimizer[: len(optimizer) // 2])
+    assert last_checkpoint(tmp_path) == older
+    assert "Skipping checkpoint-50, it does not load: optimizer.pt" in capsys.readouterr().out
+    (newer / "optimizer.pt").write_bytes(optimizer[:100] + bytes([optimizer[100] ^ 0xFF]) + optimizer[101:])
+    assert "bad CRC" in checkpoint_problem(newer)  # same length, a flipped byte
+    (newer / "optimizer.pt").write_bytes(optimizer)
+    weights = (newer / "adapter_model.safetensors").read_bytes()
+    (newer / "adapter_model.safetensors").write_bytes(weights[:-10])
+    assert checkpoint_problem(newer).startswith("adapter_model.safetensors: SafetensorError")
+    (newer / "adapter_model.safetensors").write_bytes(weights)
+    (newer / "trainer_state.json").write_text('{"global_step": 5')
+    assert checkpoint_problem(newer).startswith("trainer_state.json: JSONDecodeError")
+    (newer / "trainer_state.json").unlink()
+    (older / "optimizer.pt").unlink()
+    assert checkpoint_problem(newer).startswith("no trainer state")
+    assert checkpoint_problem(older).startswith("no optimizer state")
+    assert last_checkpoint(tmp_path) is None
+
+
+def test_on_drive_a_run_keeps_one_checkpoint(tiny_model_dir, tmp_path, monkeypatch):
+    """Issue 18, 2: every rotated checkpoint on Drive probably lands in its trash; keep only one there."""
+    profile = PROFILES["cpu"].replace(max_completion_length=8, save_steps=1, max_steps=2)
+    monkeypatch.setenv("GRPO_DRIVE_DIR", str(tmp_path / "drive"))
+    model, tokenizer = load_model(profile, tiny_model_dir)
+    run = train(profile, model=model, tokenizer=tokenizer, dataset=load_gsm8k("train", n=4),
+                output_dir=tmp_path / "drive" / "run", reward_funcs=[*REWARD_FUNCS, distinct_characters])
+    assert run.trainer.args.save_total_limit == 1 and profile.save_total_limit == 2
+    assert sorted(p.name for p in (tmp_path / "drive" / "run").glob("checkpoint-*")) == ["checkpoint-2"]

@@ -14,6 +14,13 @@ class FakeEngine:
         self.alive = True
         self.seed = seed  # EngineArgs seed: load_vllm's random_state, whose default is 0
 
+    def generate(self, *args, **kwargs):  # LLM.generate; the model's fast_generate is this bound method
+        return fast_generate(self, *args, **kwargs)
+
+
+def generate_batches(engine, *args, **kwargs):  # unsloth_zoo.vllm_utils.generate_batches
+    return fast_generate(engine, *args, **kwargs)
+
 
 class FakeLoRARequest:
     def __init__(self, lora_int_id, lora_path):
@@ -62,10 +69,15 @@ def save_pretrained_merged(model, *args, **kwargs):
         call["tokenizer"].save_pretrained(call["save_directory"])
 
 
-def _attach_engine(model, engine):
+def _attach_engine(model, engine, peft=False):
+    """The references unsloth 2026.10.9 sets: models/llama.py (base model), models/_utils.py
+    patch_peft_fast_inference (PEFT wrapper: load_lora and save_lora too)."""
     model.vllm_engine = engine
-    model.fast_generate = functools.partial(fast_generate, engine)
-    model.load_lora = functools.partial(load_lora, model)
+    model.fast_generate = engine.generate
+    model.fast_generate_batches = functools.partial(generate_batches, engine)
+    if peft:
+        model.load_lora = functools.partial(load_lora, model)
+        model.save_lora = functools.partial(lambda m, path: m.save_pretrained(path), model)
 
 
 class FastLanguageModel:
@@ -100,6 +112,7 @@ class FastLanguageModel:
         engine = getattr(model, "vllm_engine", None)
         peft_model = get_peft_model(model, config)
         if engine is not None:  # unsloth/models/_utils.py patch_peft_fast_inference
-            _attach_engine(peft_model, engine)
+            _attach_engine(peft_model, engine, peft=True)
+        peft_model.for_training = functools.partial(lambda m: m.train(), peft_model)  # llama.py: a cycle
         peft_model.save_pretrained_merged = functools.partial(save_pretrained_merged, peft_model)
         return peft_model
