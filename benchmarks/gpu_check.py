@@ -109,8 +109,8 @@ def missing_packages(lookup=_installed_version, packages=PACKAGES) -> list[tuple
     found = []
     for dist, pin, accepted in packages:
         have = lookup(dist)
-        wrong = have is not None and accepted and SpecifierSet and have not in SpecifierSet(accepted, prereleases=True)
-        if have is None or wrong:
+        checkable = have is not None and accepted and SpecifierSet is not None
+        if have is None or (checkable and have not in SpecifierSet(accepted, prereleases=True)):
             found.append((dist, pin, accepted, have))
     return found
 
@@ -287,9 +287,9 @@ def check_profile(cuda: bool, steps: int = 3):
     return profile
 
 
-def run_check(out: Path, cuda: bool) -> dict:
+def run_check(out: Path, cuda: bool, commit: str | None = None) -> dict:
     """All stages into ``out``; returns the summary (:func:`main` writes it to ``out/summary.json``);
-    the folders it names are relative to ``out``."""
+    the folders it names are relative to ``out``. ``commit``: recorded where the tree has no ``.git``."""
     from helpers import comparison, evaluation, models, training
     from helpers.data import make_prompt
     from helpers.hardware import precision
@@ -298,7 +298,7 @@ def run_check(out: Path, cuda: bool) -> dict:
     from helpers.rewards import REWARD_FUNCS, random_reward_func
 
     profile = check_profile(cuda)
-    summary = {"command": " ".join(["python", *sys.argv]), "commit": _git_commit(),
+    summary = {"command": " ".join(["python", *sys.argv]), "commit": _git_commit() or commit,
                "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                "hardware": hardware(cuda), "versions": versions(), "profile": profile.name,
                "precision": precision(profile), "sizes": {
@@ -413,6 +413,7 @@ def main(argv=None) -> int:
                         help="print the pip download command for every package the check needs, and exit")
     parser.add_argument("--python", help="CPython version the wheels are for (with --download-command)")
     parser.add_argument("--wheel-sizes", metavar="DIR", help="print the size of each wheel in DIR, and exit")
+    parser.add_argument("--commit", help="the commit to record where the working tree has no .git (a copy)")
     args = parser.parse_args(argv)
     if args.download_command:
         print(download_command(PACKAGES, args.python))
@@ -421,6 +422,11 @@ def main(argv=None) -> int:
         print(wheel_sizes(args.wheel_sizes))
         return 0
     out = Path(args.out)
+    if _installed_version("torch") is None:
+        print("gpu_check: torch is not installed; install a CUDA build of torch (not carried: too large)",
+              file=sys.stderr)
+        write_summary(out, {"failed_stage": "preflight", "error": "torch is not installed"})
+        return 2
     missing = missing_packages()
     if missing:
         print(missing_message(missing), file=sys.stderr)
@@ -433,7 +439,7 @@ def main(argv=None) -> int:
 
     cuda = torch.cuda.is_available()
     print(f"[gpu_check] {'CUDA: ' + torch.cuda.get_device_name(0) if cuda else 'no GPU: CPU at smoke size'}")
-    summary = run_check(out, cuda)
+    summary = run_check(out, cuda, args.commit)
     summary["wall_seconds"] = round(time.perf_counter() - START, 1)
     path = write_summary(out, summary)
     peak = summary["peak_gpu_mib"]

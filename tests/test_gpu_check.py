@@ -65,6 +65,12 @@ def test_missing_packages_stop_before_any_stage_with_a_summary(gpu_check, tmp_pa
     assert "pip download" in capsys.readouterr().err
 
 
+def test_no_torch_stops_with_a_summary(gpu_check, tmp_path, monkeypatch):
+    monkeypatch.setattr(gpu_check, "_installed_version", lambda dist: None)
+    assert gpu_check.main(["--out", str(tmp_path)]) == 2
+    assert json.loads((tmp_path / "summary.json").read_text())["error"] == "torch is not installed"
+
+
 def test_a_failed_stage_is_named_and_the_rest_skipped(gpu_check):
     stages, ran = gpu_check.Stages(cuda=False), []
     assert stages.run("build_model", lambda: ran.append(1) or {"ok": 1}) == {"ok": 1}
