@@ -376,11 +376,14 @@ def run_check(out: Path, cuda: bool, commit: str | None = None) -> dict:
                   "max_logp_diff_merged_vs_adapter": max_diff(merged_logps, adapter_logps),
                   "max_logp_diff_base_vs_adapter": max_diff(base_logps, adapter_logps),
                   "tolerance": MERGE_TOLERANCE[summary["precision"]]}
-        # fp32 must match token for token; in 16 bits merging rounds W + BA, so a random model's near-tied
-        # greedy choices may flip: there the log-probs decide, and they must be nearer the adapter than the base.
-        exact = result["greedy_same"] or summary["precision"] != "fp32"
-        if not (exact and result["max_logp_diff_merged_vs_adapter"]
-                <= min(result["tolerance"], result["max_logp_diff_base_vs_adapter"] / 2)):
+        # fp32 must match token for token, within the tolerance. In 16 bits merging rounds W + BA, so a random
+        # model's near-tied greedy choices may flip and the tolerance (not yet tried on a GPU) is only recorded;
+        # there the merged model must still be nearer the adapter model than the base is (the LoRA was merged).
+        diff = result["max_logp_diff_merged_vs_adapter"]
+        result["within_tolerance"] = diff <= result["tolerance"]
+        fp32 = summary["precision"] == "fp32"
+        if diff >= result["max_logp_diff_base_vs_adapter"] / 2 or (fp32 and not (result["greedy_same"]
+                                                                                and result["within_tolerance"])):
             raise RuntimeError(f"the merged model does not reproduce the adapter model: {result}")
         return result
 

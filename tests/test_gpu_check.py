@@ -114,3 +114,20 @@ def test_gpu_check_runs_on_cpu(tmp_path):
     merge = summary["merge_reload"]
     assert merge["greedy_same"] and merge["max_logp_diff_merged_vs_adapter"] < 1e-4
     assert merge["max_logp_diff_base_vs_adapter"] > 100 * merge["max_logp_diff_merged_vs_adapter"]
+
+
+@pytest.mark.slow
+def test_gpu_check_16_bit_path_on_cpu(gpu_check, tmp_path, monkeypatch):
+    """The bf16 branch a GPU takes (model dtype, the trainer's bf16 flag, the 16-bit merge criterion),
+    run on the CPU by making helpers.hardware.precision answer bf16 for the check's profile."""
+    import helpers.hardware as hardware
+
+    real = hardware.precision
+    monkeypatch.setattr(hardware, "precision",
+                        lambda profile, gpu=None: "bf16" if profile.name.startswith("cuda") else real(profile, gpu))
+    assert gpu_check.main(["--out", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["precision"] == "bf16" and summary["load"]["dtype"] == "torch.bfloat16"
+    merge = summary["merge_reload"]
+    assert merge["tolerance"] == 0.02 and merge["within_tolerance"]
+    assert merge["max_logp_diff_merged_vs_adapter"] < merge["max_logp_diff_base_vs_adapter"] / 2
