@@ -10,7 +10,14 @@ policy) and the backward pass; the loss forward is the rest. The sides sample di
 (different random draws from the same policy), so their lengths differ a little: the table shows them.
 Prints the median step of steps 2..N (step 1 warms up) and the ratio plain / ours (target >= 1.5).
 
+Third side, ``scratch``: the from-scratch loop of notebook 07 (:mod:`helpers.scratch`: plain ``generate``,
+log-probs in plain passes) with the same sizes, GRPO settings, start and prompts; its own timers give the
+generation and no-gradient log-prob seconds, a timer around ``Tensor.backward`` the backward. Fourth,
+``scratch, shared``: the same loop with each group's prompt pass shared in the log-probs
+(``share_prompt=True``), what that sharing saves. ``--sides`` picks a subset.
+
     GSM8K_DIR=/path/to/gsm8k python benchmarks/bench_training.py [--steps 6] [--prompts 4] [--model DIR]
+        [--sides plain,ours,scratch,scratch-shared]
 """
 
 import argparse
@@ -123,6 +130,47 @@ def ours_grpo(profile, dataset, out, model_path, times, parts) -> None:
         train(profile, dataset=dataset, output_dir=out, model_path=model_path, callbacks=[times], resume=False)
 
 
+class _Steps:  # what StepTimes records, for the scratch sides
+    def __init__(self):
+        self.seconds, self.lengths = [], []
+
+
+def scratch_grpo(profile, dataset, out, model_path, times, parts, share_prompt: bool = False) -> None:
+    """``helpers.scratch.train`` at the profile's sizes and GRPO settings (no held-out evaluation)."""
+    from helpers import scratch
+
+    config = scratch.ScratchConfig(
+        stage="bench", scale_std=profile.scale_rewards == "group", num_iterations=profile.num_iterations,
+        epsilon=profile.epsilon, beta=profile.beta, loss_type=profile.loss_type,
+        prompts_per_step=profile.per_device_train_batch_size // profile.num_generations,
+        num_generations=profile.num_generations, max_new_tokens=profile.max_completion_length,
+        temperature=profile.temperature, top_p=profile.top_p, learning_rate=profile.learning_rate,
+        weight_decay=profile.weight_decay, adam_betas=(profile.adam_beta1, profile.adam_beta2),
+        max_grad_norm=profile.max_grad_norm, steps=profile.max_steps, seed=profile.seed, heldout_problems=0,
+        share_prompt=share_prompt, log_kl=profile.beta > 0)  # a reference pass only where TRL makes one
+    torch.manual_seed(profile.seed)
+    model, tokenizer = load_model(profile, model_path)
+    backward, spent = torch.Tensor.backward, []
+
+    def timed_backward(self, *args, **kwargs):
+        start = time.perf_counter()
+        out = backward(self, *args, **kwargs)
+        spent.append(time.perf_counter() - start)
+        return out
+
+    torch.Tensor.backward = timed_backward
+    try:
+        run = scratch.train(model, tokenizer, config, prompts=list(dataset), heldout=[], output_dir=out)
+    finally:
+        torch.Tensor.backward = backward
+    for row, seconds in zip(run.rows, spent):  # one backward per step
+        times.seconds.append(row["step_time_s"])
+        times.lengths.append((row["completions/mean_length"], row["completions/max_length"]))
+        for key, value in ((PARTS[0], row["seconds/generation"]), (PARTS[1], row["seconds/logps_no_grad"]),
+                           (PARTS[2], seconds)):
+            parts.setdefault(key, []).append(value)
+
+
 def plain_sft(profile, dataset, out) -> None:
     from trl import SFTTrainer
 
@@ -136,23 +184,32 @@ def ours_sft(profile, dataset, out) -> None:
     train_cold_start(profile, out, dataset=dataset)
 
 
+SIDES = {"plain": ("plain TRL", plain_grpo), "ours": ("ours", ours_grpo), "scratch": ("scratch", scratch_grpo),
+         "scratch-shared": ("scratch, shared", lambda *a: scratch_grpo(*a, share_prompt=True))}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=6, help="GRPO steps per side (default 6)")
     parser.add_argument("--prompts", type=int, default=4, help="prompts per step (default 4)")
     parser.add_argument("--model", help="starting policy (a merged cold start); default SmolLM2-135M-Instruct")
     parser.add_argument("--sft-examples", type=int, default=32, help="cold-start examples (0: skip the SFT pair)")
+    parser.add_argument("--sides", default=",".join(SIDES), help=f"GRPO sides to run (default {','.join(SIDES)})")
     args = parser.parse_args()
+    sides = args.sides.split(",")
+    if not sides or any(side not in SIDES for side in sides):
+        parser.error(f"--sides takes a comma-separated subset of {','.join(SIDES)}, got {args.sides!r}")
     cpu = PROFILES["cpu"]
     profile = cpu.replace(max_steps=args.steps, per_device_train_batch_size=args.prompts * cpu.num_generations,
                           curriculum=(), heldout_problems=0)
     prompts = problems_dataset(make_problems(args.steps * args.prompts, ops=1, seed=11))
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, run in (("plain TRL", plain_grpo), ("ours", ours_grpo)):
-            times, parts = StepTimes(), {}
-            side = profile.replace(fast_rollouts=name == "ours")
-            run(side, prompts, Path(tmp) / name.replace(" ", "-"), args.model, times, parts)
+        for key in sides:
+            name, run = SIDES[key]
+            times, parts = (_Steps() if key.startswith("scratch") else StepTimes()), {}
+            side = profile.replace(fast_rollouts=key == "ours")
+            run(side, prompts, Path(tmp) / key, args.model, times, parts)
             results[name] = (times, parts)
         sft = {}
         if args.sft_examples:
@@ -164,7 +221,7 @@ def main() -> None:
     print(f"\nGRPO: {args.steps} steps of {args.prompts} prompts x {profile.num_generations} completions x "
           f"{profile.max_completion_length} tokens, from {args.model or profile.model_id}; "
           "median of steps 2..N, seconds")
-    print(f"  {'':10s} {'step':>6s} " + " ".join(f"{p:>19s}" for p in (*PARTS, "loss forward, rest"))
+    print(f"  {'':15s} {'step':>6s} " + " ".join(f"{p:>19s}" for p in (*PARTS, "loss forward, rest"))
           + "   mean / max completion length")
     medians = {}
     for name, (times, parts) in results.items():
@@ -172,9 +229,11 @@ def main() -> None:
         split = [statistics.median(parts[p][1:]) for p in PARTS]
         medians[name] = step
         lengths = ", ".join(f"{m:.0f}/{x:.0f}" for m, x in times.lengths)
-        print(f"  {name:10s} {step:6.1f} " + " ".join(f"{v:19.1f}" for v in (*split, step - sum(split)))
+        print(f"  {name:15s} {step:6.1f} " + " ".join(f"{v:19.1f}" for v in (*split, step - sum(split)))
               + f"   {lengths}")
-    print(f"  step time, plain TRL / ours = {medians['plain TRL'] / medians['ours']:.2f}")
+    for name in medians:
+        if name != "plain TRL" and "plain TRL" in medians:
+            print(f"  step time, plain TRL / {name} = {medians['plain TRL'] / medians[name]:.2f}")
     for name, seconds in sft.items():
         print(f"  cold start {name:10s} {seconds:7.1f} s")
     if sft:
