@@ -36,6 +36,10 @@ Design choices, each named (DeepSeekMath = Shao et al. 2024, §4.1 eq. 3-4; TRL 
 * rollouts: plain ``generate``, no merged LoRA, no shared prompt pass in the sampler (what
   :mod:`helpers.rollouts` saves). ``share_prompt=True`` computes the log-probs with each group's prompt
   pass shared (:func:`helpers.rollouts.shared_prompt_logps`: the same values and gradients).
+
+The module ends with the check against TRL (:func:`compare_with_trl`: TRL trains on one batch, the loop
+updates a copy of the same LoRA on the same completions) and the figure and table of the stage runs
+(:func:`plot_stage_runs`, :func:`stage_table`).
 """
 
 from __future__ import annotations
