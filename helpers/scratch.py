@@ -629,6 +629,12 @@ def plot_stage_runs(runs: dict, show: bool = True):
             steps, values = [p[0] for p in pairs], [p[1] for p in pairs]
             if key == "heldout/accuracy":
                 ax.plot(steps, [100 * v for v in values], marker="s", label=stage)
+            elif key == "kl":  # a line through the fresh batches; the reused ones (off-policy k3) as dots
+                fresh = set(fresh_steps(m))
+                line, = ax.plot([s for s in steps if s in fresh], [v for s, v in pairs if s in fresh], marker=".",
+                                label=stage)
+                ax.plot([s for s in steps if s not in fresh], [v for s, v in pairs if s not in fresh], ls="",
+                        marker="x", alpha=0.5, color=line.get_color())
             elif key in ("reward", "completions/mean_length"):
                 line, = ax.plot(steps, rolling_mean(values, 3), lw=2, label=stage)
                 ax.plot(steps, values, ls="", marker=".", alpha=0.4, color=line.get_color())
@@ -636,14 +642,22 @@ def plot_stage_runs(runs: dict, show: bool = True):
                 ax.plot(steps, values, marker=".", label=stage)
             ax.set(title=title + (" %" if key == "heldout/accuracy" else ""), xlabel="step")
     axes[0].set_title("reward (3-step mean; dots: each step)")
+    axes[1].set_title("KL (k3) on fresh batches; x: reused batch")
     axes[0].legend(fontsize=8)
     return _finish(fig, show)
 
 
+def fresh_steps(m: dict) -> list:
+    """The steps of a metrics table (:func:`helpers.plots.read_metrics` columns) that sampled a new batch
+    (the others reuse it: their KL is measured on the old policy's samples, where k3 is biased)."""
+    return [s for s, g in zip(m["step"], m["seconds/generation"]) if s > 0 and g > 0]
+
+
 def stage_table(runs: dict):
-    """A ``DataFrame``, one row per stage run: mean reward over the first and the last 5 steps, the last
-    step's KL, mean length and grad norm over the last 5 steps, the share of clipped tokens, held-out
-    accuracy before (step 0) and after (last evaluation), and the mean step time (s)."""
+    """A ``DataFrame``, one row per stage run: mean reward over the first and the last 5 steps, the KL of
+    the last fresh batch (:func:`fresh_steps`), mean length and grad norm over the last 5 steps, the share
+    of clipped tokens, held-out accuracy before (step 0) and after (last evaluation), and the mean step
+    time (s, without the held-out evaluations)."""
     import pandas as pd
 
     def mean(values):
@@ -656,7 +670,8 @@ def stage_table(runs: dict):
         first, last = trained[:5], trained[-5:]
         held = [v for v in m.get("heldout/accuracy", []) if not math.isnan(v)]
         rows[stage] = {"reward, steps 1-5": mean([m["reward"][i] for i in first]),
-                       "reward, last 5": mean([m["reward"][i] for i in last]), "KL, last step": m["kl"][trained[-1]],
+                       "reward, last 5": mean([m["reward"][i] for i in last]),
+                       "KL, last fresh batch": m["kl"][m["step"].index(fresh_steps(m)[-1])],
                        "length, last 5": mean([m["completions/mean_length"][i] for i in last]),
                        "grad norm, last 5": mean([m["grad_norm"][i] for i in last]),
                        "clipped tokens, mean": mean([m["clip_ratio/region_mean"][i] for i in trained]),

@@ -270,3 +270,24 @@ def test_shared_prompt_pass_gives_the_unshared_gradients(tiny_model_dir):
     for name, grad in plain.items():
         assert grad.abs().max() > 0
         assert (shared[name] - grad).norm() / grad.norm() < 1e-5, name
+
+
+def test_stage_runs_are_read_tabled_and_plotted(tiny_run, tmp_path):
+    import shutil
+
+    run, config = tiny_run
+    (tmp_path / "clip").mkdir()
+    shutil.copy(run.metrics_csv, tmp_path / "clip" / scratch.METRICS_FILE)
+    runs, missing = scratch.read_stage_runs(tmp_path)
+    assert list(runs) == ["clip"] and missing == ["reinforce", "std", "kl"]
+    assert scratch.fresh_steps(runs["clip"]) == [1, 3]  # num_iterations 2: steps 1 and 3 sampled
+    table = scratch.stage_table(runs)
+    rows = run.rows
+    assert table.loc["clip", "reward, steps 1-5"] == pytest.approx(sum(r["reward"] for r in rows[1:]) / 3)
+    assert table.loc["clip", "KL, last fresh batch"] == pytest.approx(rows[3]["kl"])  # step 3, not step 2's
+    assert table.loc["clip", "held-out, step 0"] == rows[0]["heldout/accuracy"]
+    assert table.loc["clip", "held-out, last"] == rows[3]["heldout/accuracy"]
+    fig = scratch.plot_stage_runs(runs, show=False)
+    assert len(fig.axes) == len(scratch.PLOTTED)
+    with pytest.raises(ValueError, match="no stage runs"):
+        scratch.plot_stage_runs({}, show=False)
