@@ -21,7 +21,8 @@ NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 
 BADGE_TAG = "colab-badge"
 INSTALL_TAG = "install-cell"
-CPU_NOTEBOOKS = ("02_grpo_loss_and_kl_by_hand.ipynb", "03_gsm8k_and_rewards.ipynb")  # no GPU used
+CPU_NOTEBOOKS = ("02_grpo_loss_and_kl_by_hand.ipynb", "03_gsm8k_and_rewards.ipynb",
+                 "07_grpo_from_scratch.ipynb")  # no GPU used
 GPU_CALL = "install_once(ROOT)  # raises RuntimeError when the kernel must restart"
 CPU_CALL = ('install_once(ROOT, stack="cpu")  # this notebook uses no GPU: a CPU runtime is enough;\n'
             "    # on a GPU runtime it installs the CPU stack only (no Unsloth, no vLLM)")
