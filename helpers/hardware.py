@@ -18,6 +18,7 @@ Importing this module does not import torch; the functions that need it import i
 from __future__ import annotations
 
 import importlib.util
+import os
 from dataclasses import dataclass
 
 BF16_MIN_GB = 20.0  # GiB of GPU memory the bf16 profile needs (see helpers.profiles.BF16)
@@ -104,6 +105,14 @@ def torch_dtype(profile, gpu: GPU | None = None):
 
 
 def mixed_precision_flags(profile, gpu: GPU | None = None) -> dict:
-    """``{"fp16": bool, "bf16": bool}`` for ``GRPOConfig``/``SFTConfig``, from :func:`precision`."""
+    """``{"fp16": bool, "bf16": bool}`` for ``GRPOConfig``/``SFTConfig``, from :func:`precision`.
+
+    Also sets ``ACCELERATE_MIXED_PRECISION`` to match (``"fp16"``, ``"bf16"`` or ``"no"``).
+    transformers 4.56's ``TrainingArguments`` writes that variable when ``fp16``/``bf16`` is True and
+    keeps any earlier value when both are False, and accelerate reads it: without this, a bf16 config
+    built earlier in the same process (another profile, a test) makes a later fp32 run train under
+    bf16 autocast, and the model it returns keeps that autocast in its ``forward``.
+    """
     chosen = precision(profile, gpu)
+    os.environ["ACCELERATE_MIXED_PRECISION"] = chosen if chosen in ("fp16", "bf16") else "no"
     return {"fp16": chosen == "fp16", "bf16": chosen == "bf16"}

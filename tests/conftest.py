@@ -45,3 +45,11 @@ def tiny_model_dir(tmp_path_factory, smollm2_dir) -> Path:
     LlamaForCausalLM(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+@pytest.fixture(autouse=True)
+def _no_mixed_precision_left_over(monkeypatch):
+    """Each test starts without ACCELERATE_MIXED_PRECISION: transformers' TrainingArguments writes it
+    for a bf16/fp16 config and keeps it for a later fp32 one, so one test's config would otherwise
+    put the next test's trainers (and the subprocesses it starts) under autocast."""
+    monkeypatch.delenv("ACCELERATE_MIXED_PRECISION", raising=False)

@@ -135,3 +135,20 @@ def test_on_drive_a_run_keeps_one_checkpoint(tiny_model_dir, tmp_path, monkeypat
                 output_dir=tmp_path / "drive" / "run", reward_funcs=[*REWARD_FUNCS, distinct_characters])
     assert run.trainer.args.save_total_limit == 1 and profile.save_total_limit == 2
     assert sorted(p.name for p in (tmp_path / "drive" / "run").glob("checkpoint-*")) == ["checkpoint-2"]
+
+
+def test_a_bf16_config_built_before_does_not_make_the_cpu_run_bf16(tmp_path, monkeypatch):
+    """Bug found by CI: transformers 4.56's TrainingArguments writes ACCELERATE_MIXED_PRECISION=bf16
+    for a bf16 config and keeps it for a later config with bf16=fp16=False, and accelerate reads it:
+    the CPU run after it trained under bf16 autocast (a scratch-vs-TRL grad norm of 10.95 against
+    10.47, a merged model 3e-3 off its adapter model in the GPU check). The profile now sets it."""
+    from accelerate.utils import parse_choice_from_env
+
+    from helpers.cold_start import build_sft_config
+    from helpers.training import build_grpo_config
+
+    for build in (build_grpo_config, build_sft_config):
+        monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", "bf16")  # what a bf16 config leaves behind
+        config = build(PROFILES["cpu"], tmp_path / build.__name__)
+        assert not (config.bf16 or config.fp16)
+        assert parse_choice_from_env("ACCELERATE_MIXED_PRECISION", "no") == "no", build.__name__
