@@ -316,17 +316,15 @@ def heldout_set(n: int) -> list[dict]:
 
 
 def evaluate_heldout(model, tokenizer, problems, max_new_tokens: int) -> dict:
-    """Greedy accuracy on ``problems`` (:func:`helpers.heldout.score_heldout`), plus its seconds. The
-    global random state is restored after it, so that evaluating does not change the rollouts."""
-    from .data import make_prompt
-    from .heldout import COLUMNS, score_heldout
-    from .models import generate
+    """Greedy accuracy on ``problems`` and its seconds, as the trainer's held-out curve measures it
+    (:meth:`helpers.heldout.HeldoutAccuracy.evaluate`). The global random state is restored after it
+    (greedy generation reseeds it), so that evaluating does not change the rollouts."""
+    from .heldout import HeldoutAccuracy
 
-    state, started = torch.get_rng_state(), time.perf_counter()
-    texts = generate(model, tokenizer, [make_prompt(p["question"]) for p in problems],
-                     max_new_tokens=max_new_tokens, temperature=0.0, batch_size=32)
+    state = torch.get_rng_state()
+    values = HeldoutAccuracy(problems, tokenizer, max_new_tokens=max_new_tokens).evaluate(model)
     torch.set_rng_state(state)
-    return {**score_heldout(texts, [str(p["answer"]) for p in problems]), COLUMNS[2]: time.perf_counter() - started}
+    return values
 
 
 def train_prompts(config: ScratchConfig):
@@ -463,7 +461,7 @@ def build_summary(run: ScratchRun, config: ScratchConfig, command: str | None = 
 
 
 def run_stage(stage: str, *, steps: int | None = None, cold_start=None, output_dir=None, quick_run: bool = False,
-              seed: int | None = None, command: str | None = None) -> ScratchRun:
+              seed: int | None = None, command: str | None = None, **overrides) -> ScratchRun:
     """Load the policy (the merged cold start ``cold_start``, else SmolLM2-135M-Instruct; fp32, the cpu
     profile's LoRA), and :func:`train` one stage; what ``python -m helpers scratch`` runs.
 
@@ -473,7 +471,7 @@ def run_stage(stage: str, *, steps: int | None = None, cold_start=None, output_d
     from .models import load_model
     from .profiles import CPU
 
-    config = stage_config(stage)
+    config = stage_config(stage, **overrides)  # e.g. share_prompt=True
     config = quick(config) if quick_run else config
     config = replace(config, **{k: v for k, v in (("steps", steps), ("seed", seed)) if v is not None})
     if cold_start is not None and not (Path(cold_start) / "config.json").exists():

@@ -10,23 +10,13 @@ Writes results/scratch-stages/<stage>/{metrics.csv,summary.json}.
 """
 
 import sys
-from dataclasses import replace
 from pathlib import Path
 
-import torch
-
-from helpers.models import load_model
-from helpers.profiles import CPU
-from helpers.scratch import stage_config, train
+from helpers.scratch import run_stage
 
 HERE = Path(__file__).resolve().parent
 COLD_START = HERE.parents[1] / "outputs" / "grpo-cpu" / "cold_start"  # `make train`'s merged cold start
 
 for stage in sys.argv[1:]:
-    config = stage_config(stage, share_prompt=True)
-    torch.manual_seed(config.seed)  # the LoRA's initial weights, then the rollouts (as run_stage)
-    model, tokenizer = load_model(CPU, COLD_START)
-    print(f"stage {stage}: {config}", flush=True)
-    train(model, tokenizer, config, output_dir=HERE / stage,
-          command=f"python results/scratch-stages/run.py {stage}  # cold start {COLD_START.relative_to(HERE.parents[1])}",
-          log=lambda line: print(line, flush=True))
+    run_stage(stage, cold_start=COLD_START, output_dir=HERE / stage, share_prompt=True,
+              command=f"python results/scratch-stages/run.py {stage}  # cold start {COLD_START.relative_to(HERE.parents[1])}")
