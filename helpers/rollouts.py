@@ -41,12 +41,17 @@ except ImportError:  # pragma: no cover - TRL is in both stacks
 
 
 # ------------------------------------------------------------------------------------ groups
-def group_runs(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> list[tuple[int, int]]:
-    """``[(start, end), ...]``: runs of consecutive rows with the same tokens and mask, as TRL lays out a
-    step's batch (each prompt repeated ``num_generations`` times in a row). Shapes ``(B, L)``."""
-    same = (input_ids[1:] == input_ids[:-1]).all(1) & (attention_mask[1:] == attention_mask[:-1]).all(1)
-    starts = [0] + [i + 1 for i in torch.nonzero(~same).flatten().tolist()]
-    return list(zip(starts, starts[1:] + [input_ids.size(0)]))
+def prompt_groups(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> list[list[int]]:
+    """``[[row, ...], ...]``: the rows that hold the same tokens and mask, in order of first appearance,
+    wherever they stand in the batch. Shapes ``(B, L)``. TRL 0.22 samples each prompt's G completions as
+    consecutive rows, then *shuffles* the rows before the loss (``shuffle_sequence_dict``), so a group is
+    not a run of rows there: ``[[1, 2], [3, 4], [1, 2]]`` -> ``[[0, 2], [1]]``."""
+    rows = torch.cat([input_ids, attention_mask.to(input_ids.dtype)], dim=1)
+    _, inverse = torch.unique(rows, dim=0, return_inverse=True)
+    groups: dict[int, list[int]] = {}
+    for row, key in enumerate(inverse.tolist()):
+        groups.setdefault(key, []).append(row)
+    return list(groups.values())
 
 
 def _positions(mask: torch.Tensor) -> torch.Tensor:
@@ -79,7 +84,7 @@ def sample(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, max_
     Args:
         model: a causal LM with a ``DynamicCache`` (any transformers decoder; a PEFT model works too).
         input_ids, attention_mask: ``(B, L)`` prompts, left-padded (TRL and :func:`helpers.models.generate`
-            pad so). Rows that repeat the row above (a GRPO group) share one prompt pass.
+            pad so). Rows that hold the same prompt (a GRPO group) share one prompt pass.
         max_new_tokens: the completion length limit, in tokens.
         eos_token_id: an id or a list of ids that end a completion (it is kept, then padding follows).
         pad_token_id: what fills a completion after its end.
@@ -108,9 +113,11 @@ def sample(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, max_
     eos = torch.tensor([eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id),
                        device=input_ids.device)
     warpers = _warpers(temperature, top_k, top_p) if temperature > 0 else None
-    runs = group_runs(input_ids, attention_mask)
-    firsts = torch.tensor([start for start, _ in runs], device=input_ids.device)
-    owner = torch.cat([torch.full((end - start,), i, device=input_ids.device) for i, (start, end) in enumerate(runs)])
+    groups = prompt_groups(input_ids, attention_mask)
+    firsts = torch.tensor([rows[0] for rows in groups], device=input_ids.device)
+    owner = torch.empty(input_ids.size(0), dtype=torch.long, device=input_ids.device)
+    for i, rows in enumerate(groups):
+        owner[rows] = i
 
     cache = DynamicCache()
     out = model(input_ids=input_ids[firsts], attention_mask=attention_mask[firsts],
@@ -281,14 +288,16 @@ def shared_prompt_logps(model, input_ids: torch.Tensor, attention_mask: torch.Te
     lengths = ((completion_mask > 0) * (columns + 1)).amax(1).clamp(min=1).tolist()  # last kept column + 1
     logps = [None] * input_ids.size(0)
     entropies = [None] * input_ids.size(0)
-    for start, end in group_runs(input_ids[:, :prompt], attention_mask[:, :prompt]):
-        longest = max(lengths[start:end])
-        pre = model(input_ids=input_ids[start:start + 1, :prompt], attention_mask=attention_mask[start:start + 1, :prompt],
-                    use_cache=longest > 1, logits_to_keep=1)
+    for group in prompt_groups(input_ids[:, :prompt], attention_mask[:, :prompt]):
+        longest = max(lengths[i] for i in group)
+        first_row = group[0]
+        pre = model(input_ids=input_ids[first_row:first_row + 1, :prompt],
+                    attention_mask=attention_mask[first_row:first_row + 1, :prompt], use_cache=longest > 1,
+                    logits_to_keep=1)
         first = pre.logits[:, -1:]  # predicts the first completion token of every row of the group
         prompt_kv = pre.past_key_values.to_legacy_cache() if longest > 1 else None
-        for bucket in length_buckets(lengths[start:end]):
-            rows = torch.tensor(bucket, device=input_ids.device) + start
+        for bucket in length_buckets([lengths[i] for i in group]):
+            rows = torch.tensor([group[k] for k in bucket], device=input_ids.device)
             length = max(lengths[i] for i in rows.tolist())
             logits = first.expand(len(bucket), -1, -1)
             if length > 1:
