@@ -4,7 +4,7 @@ A GRPO step samples G completions for each prompt (the *rollouts*), then runs th
 reference model over every prompt + completion. TRL 0.22.2 without vLLM does both the plain way:
 ``model.generate`` on the B = prompts x G rows (each row's prompt computed again, finished rows kept
 in the batch until the longest one ends, the LoRA applied beside every projection), then forward
-passes over all B rows padded to the longest completion. Three savings change nothing that is
+passes over all B rows padded to the longest completion. Four savings change nothing that is
 sampled or learned:
 
 1. **One prompt pass per group** (:func:`sample`, :func:`shared_prompt_logps`): the G rows of a group
@@ -17,13 +17,18 @@ sampled or learned:
 3. **The LoRA merged for sampling** (:class:`MergedPolicy`): rollouts run on a plain copy whose
    weights are ``W + (alpha / r) B A``, refreshed before every rollout; the loss still runs through
    the PEFT model, whose LoRA is what the optimizer trains.
+4. **Flat groups leave the loss** (:meth:`CourseGRPOTrainer._compute_loss`, only when ``beta = 0``): a
+   group whose completions all scored the same has advantage 0 on every row, and without the KL term
+   such a row adds exactly 0 to the loss and its gradient. Its forward and backward passes are skipped
+   and the loss is rescaled to TRL's normaliser (all B rows). DAPO (Yu et al. 2025, section 3.2) drops
+   these groups for the same reason; here they are dropped from the compute only, not refilled.
 
 Sampling is HF's: ``softmax(logits / temperature)`` (then top-k / top-p with transformers' own logits
 warpers) and ``torch.multinomial``; ``temperature = 0`` is greedy. The positions of left-padded rows
 are counted from their first real token, as ``generate`` does. Tests: greedy output equals
 ``generate``'s token for token; the per-token log-probs of sampled completions equal the PEFT policy's
 teacher-forced ones; :func:`shared_prompt_logps` and its gradients equal TRL's own computation.
-:class:`CourseGRPOTrainer` is TRL's ``GRPOTrainer`` with these three savings and nothing else
+:class:`CourseGRPOTrainer` is TRL's ``GRPOTrainer`` with these four savings and nothing else
 changed; ``benchmarks/bench_training.py`` measures it against a plain TRL script.
 """
 
@@ -323,9 +328,10 @@ def shared_prompt_logps(model, input_ids: torch.Tensor, attention_mask: torch.Te
 
 # --------------------------------------------------------------------------------- trainer
 class CourseGRPOTrainer(GRPOTrainer):
-    """TRL's ``GRPOTrainer`` with the three savings of this module, nothing else changed: rollouts by
+    """TRL's ``GRPOTrainer`` with the four savings of this module, nothing else changed: rollouts by
     :func:`sample` on a :class:`MergedPolicy` (one prompt pass per group, finished rows dropped),
-    and log-probs by :func:`shared_prompt_logps`. The loss, advantages, KL, clipping, logging and
+    log-probs by :func:`shared_prompt_logps`, and with ``beta = 0`` the loss over the rows of groups
+    that are not flat (:meth:`_compute_loss`). The loss, advantages, KL, clipping, logging and
     checkpoints are TRL's own code. Falls back to TRL's paths where a saving does not apply: several
     processes (DDP wraps the forward), vision inputs, or a policy that is not a plain PEFT LoRA.
     """
@@ -354,3 +360,28 @@ class CourseGRPOTrainer(GRPOTrainer):
                 image_grid_thw, pixel_attention_mask, image_sizes)
         return shared_prompt_logps(model, input_ids, attention_mask, logits_to_keep, self.temperature,
                                    compute_entropy)
+
+    def _compute_loss(self, model, inputs):
+        """TRL's loss, over the rows whose advantage is not 0 when ``beta = 0`` (see the module docstring).
+
+        The sub-batch's loss is rescaled to TRL's normaliser: ``"grpo"`` and ``"dr_grpo"`` by
+        live rows / all rows, ``"bnpo"`` by live tokens / all tokens, ``"dapo"`` not at all (it divides by
+        the batch's token count, passed on unchanged). A batch with no live row keeps one, weighted 0, so
+        that the step still has a gradient (of zeros). The logged entropy and clip ratios are then means
+        over the live rows. With ``beta > 0``, vision inputs or a loss type TRL adds later: TRL's own.
+        """
+        advantages = inputs["advantages"]
+        live = advantages != 0
+        rows = advantages.size(0)
+        if self.beta != 0.0 or live.all() or self.loss_type not in ("grpo", "dr_grpo", "bnpo", "dapo") or any(
+                inputs.get(key) is not None for key in ("pixel_values", "image_grid_thw")):
+            return super()._compute_loss(model, inputs)
+        keep = torch.nonzero(live).flatten() if live.any() else advantages.new_zeros(1, dtype=torch.long)
+        subset = {key: value[keep] if torch.is_tensor(value) and value.dim() > 0 and value.size(0) == rows else value
+                  for key, value in inputs.items()}
+        loss = super()._compute_loss(model, subset)
+        if not live.any():
+            return loss * 0.0
+        if self.loss_type == "bnpo":
+            return loss * subset["completion_mask"].sum() / inputs["completion_mask"].sum()
+        return loss * (keep.numel() / rows if self.loss_type in ("grpo", "dr_grpo") else 1.0)

@@ -269,6 +269,51 @@ def test_course_trainer_batch_and_loss_equal_trls(trainers):
         assert course._metrics["train"][key][-1] == pytest.approx(plain._metrics["train"][key][-1], rel=1e-6)
 
 
+@pytest.mark.parametrize("loss_type", ["grpo", "dr_grpo", "bnpo", "dapo"])
+def test_course_trainer_skips_flat_groups_without_changing_the_loss(trainers, loss_type):
+    """With beta = 0 a flat group (advantage 0 on every row) adds nothing: the course trainer leaves its rows
+    out of the forward and backward passes, and the loss and gradients are still TRL's over the whole batch."""
+    plain, course = trainers
+    rows = [{"prompt": [{"role": "user", "content": p}]} for p in PROMPTS for _ in range(G)]
+    torch.manual_seed(6)
+    inputs = dict(course._generate_and_score_completions(rows))
+    inputs["advantages"] = inputs["advantages"].clone()
+    inputs["advantages"][G:2 * G] = 0.0  # the second group is flat
+    inputs["advantages"][:G] = torch.tensor([1.0, -0.5, -0.5])
+    inputs["num_items_in_batch"] = inputs["completion_mask"].sum()
+    seen = []
+    original = course._get_per_token_logps_and_entropies
+
+    def counted(model, input_ids, *args, **kwargs):
+        seen.append(input_ids.size(0))
+        return original(model, input_ids, *args, **kwargs)
+
+    losses, grads = [], []
+    before = [(trainer.beta, trainer.loss_type) for trainer in (plain, course)]
+    for trainer in (plain, course):
+        trainer.beta, trainer.loss_type = 0.0, loss_type
+    course._get_per_token_logps_and_entropies = counted
+    try:
+        for trainer in (plain, course):
+            trainer.model.zero_grad()
+            loss = trainer._compute_loss(trainer.model, inputs)
+            loss.backward()
+            losses.append(loss.item())
+            grads.append(torch.cat([p.grad.flatten() for p in trainer.model.parameters() if p.grad is not None]))
+        flat = dict(inputs, advantages=torch.zeros_like(inputs["advantages"]))
+        course.model.zero_grad()
+        course._compute_loss(course.model, flat).backward()
+        flat_grads = [p.grad for p in course.model.parameters() if p.requires_grad]
+    finally:
+        del course._get_per_token_logps_and_entropies
+        for trainer, (beta, kind) in zip((plain, course), before):
+            trainer.beta, trainer.loss_type = beta, kind
+    assert seen == [2 * G, 1]  # the flat group's rows were not run; an all-flat batch runs one row
+    assert losses[0] != 0 and losses[1] == pytest.approx(losses[0], rel=1e-9, abs=1e-12)
+    assert grads[0].norm() > 0 and (grads[1] - grads[0]).norm() / grads[0].norm() < 1e-5  # float32 RMSNorm
+    assert all(g is None or g.abs().max() == 0 for g in flat_grads)
+
+
 def test_course_trainer_samples_from_merged_weights(trainers):
     """The rollouts come from the merged copy, synced to the LoRA the optimizer moved."""
     _, course = trainers
