@@ -23,8 +23,9 @@ sampled or learned:
    and the loss is rescaled to TRL's normaliser (all B rows). DAPO (Yu et al. 2025, section 3.2) drops
    these groups for the same reason; here they are dropped from the compute only, not refilled.
 
-Sampling is HF's: ``softmax(logits / temperature)`` (then top-k / top-p with transformers' own logits
-warpers) and ``torch.multinomial``; ``temperature = 0`` is greedy. The positions of left-padded rows
+Sampling is HF's distribution: ``softmax(logits / temperature)`` (then top-k / top-p with transformers'
+own logits warpers), drawn by :func:`draw` (inverse CDF; ``torch.multinomial``'s draws differ, not its
+distribution); ``temperature = 0`` is greedy. The positions of left-padded rows
 are counted from their first real token, as ``generate`` does. Tests: greedy output equals
 ``generate``'s token for token; the per-token log-probs of sampled completions equal the PEFT policy's
 teacher-forced ones; :func:`shared_prompt_logps` and its gradients equal TRL's own computation.
@@ -143,7 +144,7 @@ def sample(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, max_
             step = scores.argmax(-1)
         else:
             scores = torch.log_softmax(warpers(tokens[rows, :t], logits), -1)
-            step = torch.multinomial(scores.exp(), 1, generator=generator).squeeze(1)
+            step = draw(scores.exp(), generator)
         tokens[rows, t] = step
         logps[rows, t] = scores.gather(1, step[:, None]).squeeze(1)
         length = t + 1
@@ -161,6 +162,18 @@ def sample(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, max_
         logits = _upcast(out.logits[:, -1])
     tokens, logps = tokens[:, :length], logps[:, :length]
     return (tokens, logps) if return_logps else tokens
+
+
+def draw(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """One index per row of ``probs`` ``(rows, V)`` (each row non-negative, summing to about 1), drawn
+    with those probabilities by the inverse of the cumulative distribution: one uniform number per
+    row, located in the row's running sum (float64). The same distribution as ``torch.multinomial``
+    (which HF's ``generate`` calls), other draws: ``multinomial`` races one exponential variate per
+    entry, 46 ms a step for 64 rows of SmolLM2's 49,152-token vocabulary on 2 CPU cores, 12 % of a
+    rollout. A zero-probability index is never drawn. Returns ``(rows,)`` int64."""
+    cdf = probs.double().cumsum(-1)
+    u = torch.rand(probs.size(0), 1, generator=generator, dtype=torch.float64, device=probs.device) * cdf[:, -1:]
+    return torch.searchsorted(cdf, u, right=True).clamp(max=probs.size(-1) - 1).squeeze(1)
 
 
 def _upcast(logits: torch.Tensor) -> torch.Tensor:

@@ -342,3 +342,16 @@ def test_length_buckets_cut_where_it_pays():
     assert rollouts.length_buckets([50, 52]) == [[0, 1]]
     assert rollouts.length_buckets([7]) == [[0]]
     assert sorted(i for b in rollouts.length_buckets([5, 90, 3, 60, 61, 2, 100, 4]) for i in b) == list(range(8))
+
+
+def test_draw_samples_the_given_distribution():
+    """draw() replaces torch.multinomial (12 % of a rollout): the same distribution, checked with a chi-square
+    test on 40,000 draws of 5 outcomes, and an index of probability 0 is never drawn."""
+    probs = torch.tensor([[0.5, 0.0, 0.2, 0.25, 0.05]] * 40_000)
+    drawn = rollouts.draw(probs, torch.Generator().manual_seed(0))
+    counts = torch.bincount(drawn, minlength=5).double()
+    assert counts[1] == 0
+    expected = probs[0].double() * probs.size(0)
+    keep = expected > 0
+    chi2 = (((counts - expected)[keep] ** 2) / expected[keep]).sum().item()
+    assert chi2 < 16.3  # chi-square, 3 degrees of freedom, p = 0.001
