@@ -55,24 +55,29 @@ def format_solution(solution: str) -> str:
 PROBLEMS_SEED = 1000  # the cold start's course-written problems: a draw of their own (GRPO's use profile.seed)
 
 
-def build_sft_dataset(n: int, data_dir=None, system_prompt: str = SYSTEM_PROMPT, problems: int = 0):
+def build_sft_dataset(n: int, data_dir=None, system_prompt: str = SYSTEM_PROMPT, problems: int = 0,
+                      two_op_share: float = 0.5):
     """The first ``n`` GSM8K *train* rows, and ``problems`` course-written worked problems, as a
     ``datasets.Dataset`` for ``SFTTrainer``.
 
     Columns: ``prompt`` (system + user messages, exactly the GRPO prompt), ``completion`` (one
     assistant message, :func:`format_solution`), ``question``, ``answer`` (the label).
     The GSM8K source is :func:`helpers.data.read_rows` (``GSM8K_DIR``, the hub or the sample). The
-    problems (:func:`helpers.problems.make_problems`, *train* split, half with one operation, half with
-    two, their own seed :data:`PROBLEMS_SEED`) are shuffled in among the GSM8K rows (a fixed order).
+    problems (:func:`helpers.problems.make_problems`, *train* split, ``floor(problems x two_op_share)``
+    with two operations and the rest with one, their own seed :data:`PROBLEMS_SEED`) are shuffled in
+    among the GSM8K rows (a fixed order).
 
     Raises:
-        ValueError: ``n < 1`` or more rows than the split has; ``problems < 0``.
+        ValueError: ``n < 1`` or more rows than the split has; ``problems < 0``; ``two_op_share``
+            outside [0, 1].
     """
     rows, source = read_rows("train", data_dir)
     if not 1 <= n <= len(rows):
         raise ValueError(f"n must be between 1 and {len(rows)} (the train split), got {n}")
     if problems < 0:
         raise ValueError(f"problems must be >= 0, got {problems}")
+    if not 0.0 <= two_op_share <= 1.0:
+        raise ValueError(f"two_op_share must be in [0, 1], got {two_op_share}")
     import random
 
     from datasets import Dataset, DatasetInfo
@@ -82,11 +87,13 @@ def build_sft_dataset(n: int, data_dir=None, system_prompt: str = SYSTEM_PROMPT,
     pairs = [(r["question"], r["answer"]) for r in rows[:n]]
     description = f"{source}, first {n} rows"
     if problems:
-        written = [p for ops, k in ((1, problems - problems // 2), (2, problems // 2)) if k
+        two = int(problems * two_op_share + 1e-9)  # 120 x 2/3 may fall just under 80
+        written = [p for ops, k in ((1, problems - two), (2, two)) if k
                    for p in make_problems(k, ops=ops, split="train", seed=PROBLEMS_SEED)]
         pairs += [(p.question, p.solution) for p in written]
         random.Random(0).shuffle(pairs)
-        description += f", and {problems} course-written worked problems (1 and 2 operations, not GSM8K)"
+        description += (f", and {problems} course-written worked problems ({problems - two} with 1 operation, "
+                        f"{two} with 2; not GSM8K)")
     return Dataset.from_dict({
         "prompt": [make_prompt(q, system_prompt) for q, _ in pairs],
         "completion": [[{"role": "assistant", "content": format_solution(a)}] for _, a in pairs],
@@ -174,7 +181,8 @@ def train_cold_start(profile: Profile, output_dir, *, n: int | None = None, mode
         raise ValueError(f"cold start needs at least 1 example, got {n}")
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    dataset = dataset if dataset is not None else build_sft_dataset(n, problems=profile.cold_start_problems)
+    dataset = dataset if dataset is not None else build_sft_dataset(
+        n, problems=profile.cold_start_problems, two_op_share=profile.cold_start_two_op_share)
     model, tokenizer = load_model(profile, model_path)
     metrics = MetricsCSV(output_dir / METRICS_FILE)
     trainer = SFTTrainer(model=model, processing_class=tokenizer, train_dataset=dataset,

@@ -42,8 +42,9 @@ def plot_training_curves(metrics_csv: str | Path, save_to: str | Path | None = N
                          title: str = ""):
     """Four panels against the optimizer step: total reward (mean +- std over completions) with the
     held-out accuracy on a second axis when the run measured it (:mod:`helpers.heldout`; step 0 is
-    before training), each reward function's mean, KL to the reference model, and mean completion
-    length (tokens). A reward that rises while the held-out accuracy does not is a hack.
+    before training), each reward function's mean, KL to the reference model (or, where the run
+    logged none, beta = 0, the share of groups with equal rewards), and mean completion length
+    (tokens). A reward that rises while the held-out accuracy does not is a hack.
 
     Rewards and length are noisy from step to step (one step sees few prompts), so those panels
     draw each step faintly and a trailing mean over :data:`SMOOTHING` steps boldly.
@@ -87,8 +88,13 @@ def plot_training_curves(metrics_csv: str | Path, save_to: str | Path | None = N
     ax.set(title=f"Reward per function ({SMOOTHING}-step mean; dots: each step)", xlabel="step",
            ylabel="mean reward")
     ax.legend(fontsize=8)
-    axes[1, 0].plot(steps, m.get("kl", [np.nan] * len(steps)), marker="o", color="tab:red")
-    axes[1, 0].set(title="KL(policy || reference), k3 estimate", xlabel="step", ylabel="nats/token")
+    if "kl" in m:
+        axes[1, 0].plot(steps, m["kl"], marker="o", color="tab:red")
+        axes[1, 0].set(title="KL(policy || reference), k3 estimate", xlabel="step", ylabel="nats/token")
+    else:  # beta = 0: TRL computes no KL; show how many groups taught nothing instead
+        axes[1, 0].plot(steps, m.get("frac_reward_zero_std", [np.nan] * len(steps)), marker="o", color="tab:red")
+        axes[1, 0].set(title="Groups with equal rewards (advantage 0; no KL logged at beta = 0)",
+                       xlabel="step", ylabel="share of groups", ylim=(-0.05, 1.05))
     length = m.get("completions/mean_length", [np.nan] * len(steps))
     axes[1, 1].plot(steps, length, marker="o", alpha=0.35, color="tab:green")
     axes[1, 1].plot(steps, rolling_mean(length), lw=2.5, color="tab:green")

@@ -111,6 +111,7 @@ class Profile:
     # Cold start (helpers.cold_start): SFT on formatted GSM8K train solutions before GRPO.
     cold_start_examples: int = 0  # 0: no cold start, GRPO starts from the model itself
     cold_start_problems: int = 0  # course-written worked problems added to its GSM8K solutions
+    cold_start_two_op_share: float = 0.5  # ... this share of them with two operations, the rest with one
     cold_start_learning_rate: float = 3e-4
     cold_start_epochs: int = 1
     cold_start_batch_size: int = 8
@@ -181,26 +182,29 @@ CPU = Profile(
     lora_alpha=16,
     lora_target_modules=ALL_LINEAR,
     gradient_checkpointing=False,
-    num_generations=8,
-    per_device_train_batch_size=32,  # 4 prompts x 8 completions
+    num_generations=4,
+    per_device_train_batch_size=64,  # 16 prompts x 4 completions
     gradient_accumulation_steps=1,
     max_prompt_length=256,
     max_completion_length=100,
     temperature=0.6,
     top_p=1.0,
     max_steps=12,
-    learning_rate=5e-4,
+    learning_rate=3e-4,
     optim="adamw_torch",
     max_grad_norm=0.1,
     weight_decay=0.1,
     warmup_ratio=0.0,
     lr_scheduler_type="constant",
-    cold_start_examples=80,
-    cold_start_problems=80,
+    beta=0.0,
+    scale_rewards="none",
+    cold_start_examples=40,
+    cold_start_problems=120,
+    cold_start_two_op_share=2 / 3,
     cold_start_batch_size=2,
     eval_questions=32,
     eval_problems=64,
-    curriculum=(Phase(1 / 3, ((1, 20),)), Phase(2 / 3, ((1, 20), (2, 20), (2, 10), GSM8K))),
+    curriculum=(Phase(1.0, ((1, 20), (2, 20))),),
     heldout_problems=32,
     heldout_every=4,
     fast_rollouts=True,
@@ -267,8 +271,9 @@ def format_recipe(profile: Profile) -> Profile:
     curriculum, no held-out curve, evaluation on 64 GSM8K test questions. Notebook 05's reward-hacking
     demo runs it. A ``-quick`` profile stays at smoke size."""
     recipe = PROFILES[profile.name.removesuffix("-quick")].replace(
-        cold_start_examples=160, cold_start_problems=0, per_device_train_batch_size=8,
+        cold_start_examples=160, cold_start_problems=0, num_generations=8, per_device_train_batch_size=8,
         max_completion_length=160, temperature=1.0, learning_rate=3e-4, max_steps=20, eval_questions=64,
+        beta=0.04, scale_rewards="group",
         eval_problems=0, curriculum=(), heldout_problems=0)
     return shortened(recipe) if profile.name.endswith("-quick") else recipe
 

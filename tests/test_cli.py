@@ -40,7 +40,7 @@ def test_train_command_runs_the_pipeline_with_the_chosen_settings(fake_pipeline,
                  "--output-dir", str(tmp_path)]) == 0
     [call] = fake_pipeline
     assert call["profile"].name == "cpu" and call["profile"].max_steps == 2
-    assert call["profile"].cold_start_examples == 80 and call["reward_set"] == "layout"
+    assert call["profile"].cold_start_examples == 40 and call["reward_set"] == "layout"
     assert call["command"] == f"python -m helpers train --profile cpu --max-steps 2 --rewards layout --output-dir {tmp_path}"
     out = capsys.readouterr().out
     assert "GRPO: 2 steps, 12.5 s per step; total 10.0 min" in out

@@ -102,3 +102,18 @@ def test_sft_dataset_mixes_in_course_written_problems_that_earn_the_full_reward(
                                     for f in REWARD_FUNCS))]
     assert all(t == 4.0 for q, t in zip(ds["question"], totals) if q in written)
     assert build_sft_dataset(4, problems=6)["question"] == ds["question"]  # a fixed order
+
+
+def test_sft_dataset_splits_its_problems_by_the_two_operation_share(gsm8k_dir):
+    from helpers.problems import make_problems
+
+    ds = build_sft_dataset(2, problems=12, two_op_share=2 / 3)
+    two_op = {p.question for p in make_problems(8, ops=2, split="train", seed=1000)}
+    one_op = {p.question for p in make_problems(4, ops=1, split="train", seed=1000)}
+    written = set(ds["question"][:]) - set(build_sft_dataset(2)["question"])
+    assert written == two_op | one_op and len(ds) == 14  # 4 one-operation + 8 two-operation
+    assert len(set(build_sft_dataset(2, problems=120, two_op_share=2 / 3)["question"]) & {
+        p.question for p in make_problems(80, ops=2, split="train", seed=1000)}) == 80
+    for bad in (-0.1, 1.5):
+        with pytest.raises(ValueError, match="two_op_share"):
+            build_sft_dataset(2, problems=4, two_op_share=bad)

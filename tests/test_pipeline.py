@@ -31,16 +31,18 @@ def test_grpo_metrics_have_one_row_per_step_the_reward_and_the_heldout_curve(smo
     with open(smoke_run.output_dir / "metrics.csv") as f:
         rows = list(csv.DictReader(f))
     assert [r["step"] for r in rows] == ["0", "1", "2"]  # step 0: held-out accuracy before training
-    for column in ("reward", "kl", "completions/clipped_ratio", "frac_reward_zero_std", "step_time_s",
+    for column in ("reward", "completions/clipped_ratio", "frac_reward_zero_std", "step_time_s",
                    "rewards/strict_format_reward_func/mean", "rewards/correctness_reward_func/mean"):
         assert all(r[column] != "" for r in rows[1:]), column
+    assert "kl" not in rows[0]  # beta = 0: TRL computes no KL
     for column in ("heldout/accuracy", "heldout/accuracy_format_free", "heldout/seconds"):
         assert all(r[column] != "" for r in rows), column
     assert [h["step"] for h in smoke_run.summary["heldout"]] == [0, 1, 2]
 
 
 def test_grpo_reads_the_curriculum_in_order(smoke_run):
-    assert smoke_run.summary["grpo_prompts"].startswith("curriculum, 1 prompt(s) per batch: 1 batches of 1 op up to 20")
+    assert smoke_run.summary["grpo_prompts"].startswith(
+        "curriculum, 1 prompt(s) per batch: 2 batches of 1 op up to 20 + 2 ops up to 20")
     assert not smoke_run.training.trainer.args.shuffle_dataset
 
 
@@ -148,6 +150,6 @@ def test_a_reused_cold_start_is_recorded_with_its_examples():
 
     profile = PROFILES["cpu"].replace(cold_start_examples=96)
     summary = build_summary(profile, {}, {}, reward_set="layout", dataset=None, reused_cold_start="outputs/a/cold_start")
-    assert summary["cold_start_examples"] == 96 + 80 and summary["cold_start_reused"] == "outputs/a/cold_start"
+    assert summary["cold_start_examples"] == 96 + 120 and summary["cold_start_reused"] == "outputs/a/cold_start"
     fresh = build_summary(profile.replace(cold_start_examples=0), {}, {}, reward_set="checked", dataset=None)
     assert fresh["cold_start_examples"] == 0 and fresh["cold_start_reused"] is None

@@ -1,5 +1,6 @@
 import pytest
 
+from helpers.curriculum import Phase
 from helpers.hardware import GPU
 from helpers.profiles import PROFILES, get_profile
 from helpers.training import build_grpo_config
@@ -49,7 +50,8 @@ def test_t4_profile_is_unsloths_recipe():
 def test_grpo_config_states_the_objective(tmp_path, name):
     profile = PROFILES[name]
     config = build_grpo_config(profile, tmp_path)
-    assert (config.loss_type, config.beta, config.epsilon, config.scale_rewards) == ("grpo", 0.04, 0.2, "group")
+    assert (config.loss_type, config.beta, config.epsilon, config.scale_rewards) == \
+        (("grpo", 0.0, 0.2, "none") if name == "cpu" else ("grpo", 0.04, 0.2, "group"))
     assert (config.num_generations, config.max_completion_length) == \
         (profile.num_generations, profile.max_completion_length)
     assert config.report_to == []  # "none": nothing is sent anywhere unless asked
@@ -67,12 +69,13 @@ def test_t4_config_is_fp16_with_vllm(tmp_path):
 
 def test_cpu_profile_is_the_measured_learning_run():
     cpu = PROFILES["cpu"]
-    assert (cpu.cold_start_examples, cpu.cold_start_problems, cpu.cold_start_batch_size,
-            cpu.cold_start_learning_rate) == (80, 80, 2, 3e-4)
-    assert (cpu.num_generations, cpu.per_device_train_batch_size, cpu.max_completion_length) == (8, 32, 100)
-    assert (cpu.max_steps, cpu.learning_rate, cpu.temperature) == (12, 5e-4, 0.6)
+    assert (cpu.cold_start_examples, cpu.cold_start_problems, cpu.cold_start_two_op_share,
+            cpu.cold_start_batch_size, cpu.cold_start_learning_rate) == (40, 120, 2 / 3, 2, 3e-4)
+    assert (cpu.num_generations, cpu.per_device_train_batch_size, cpu.max_completion_length) == (4, 64, 100)
+    assert (cpu.max_steps, cpu.learning_rate, cpu.temperature) == (12, 3e-4, 0.6)
+    assert (cpu.beta, cpu.scale_rewards, cpu.loss_type) == (0.0, "none", "grpo")
     assert (cpu.eval_questions, cpu.eval_problems, cpu.heldout_problems) == (32, 64, 32)
-    assert cpu.fast_rollouts and cpu.curriculum[-1].sources[-1] == (0, 0)  # ends with GSM8K train
+    assert cpu.fast_rollouts and cpu.curriculum == (Phase(1.0, ((1, 20), (2, 20))),)
     assert PROFILES["t4"].cold_start_examples == 0 and not PROFILES["t4"].curriculum
 
 
@@ -145,6 +148,7 @@ def test_format_recipe_is_the_first_reference_runs_recipe():
     first = format_recipe(PROFILES["cpu"])
     assert (first.cold_start_examples, first.cold_start_problems, first.curriculum) == (160, 0, ())
     assert (first.per_device_train_batch_size, first.max_completion_length, first.temperature) == (8, 160, 1.0)
+    assert (first.num_generations, first.beta, first.scale_rewards) == (8, 0.04, "group")
     assert (first.max_steps, first.learning_rate, first.eval_questions, first.heldout_problems) == (20, 3e-4, 64, 0)
     quick = format_recipe(shortened(PROFILES["cpu"]))  # notebook 05 in CI: still smoke size
     assert quick.name == "cpu-quick" and quick.max_steps == 2 and quick.cold_start_examples == 8
