@@ -8,9 +8,10 @@ GRPO learns nothing from a group whose completions all score the same. SmolLM2-1
 ``<reasoning>/<answer>`` on its own (strict format on 0 of the first 64 GSM8K test questions,
 greedy: ``results/cpu-cold160-checked``). A completion without the tags earns 0 from every
 reward unless it ends in a ``\\boxed{}`` answer, which the base model's committed evaluations never
-show (answer rate 0), so such a group gives GRPO no signal. After the CPU profile's cold start (80 GSM8K
-*train* solutions and 80 course-written worked problems) the valid format is there on 16 of 32
-GSM8K test questions (``results/cpu-curriculum``), and groups can differ.
+show (answer rate 0), so such a group gives GRPO no signal. After the CPU profile's cold start (40 GSM8K
+*train* solutions and 120 course-written worked problems) the valid format is there on 16 of 32
+GSM8K test questions and 125 of 128 course-written test problems (``results/cpu-curriculum``), and
+groups can differ.
 
 * :func:`format_solution` rewrites a GSM8K worked solution in the course format (calculator
   annotations ``<<48/2=24>>`` removed, the ``####`` label as the answer).

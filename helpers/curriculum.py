@@ -1,12 +1,16 @@
-"""A curriculum for GRPO: which problems each stretch of steps trains on, easy to hard, ending on GSM8K.
+"""A curriculum for GRPO: which problems each stretch of steps trains on, easy to hard.
 
 GRPO learns only from groups whose completions score differently (a group that is all right or all
-wrong has zero advantages). So the prompts must sit where the policy succeeds *sometimes*. A 135M
-model after its cold start solves about half of one-operation word problems greedily (36 of 64 in
-``results/cpu-curriculum``), few two-operation ones and almost no GSM8K question; the curriculum
-starts there and moves up: one operation, then two, then GSM8K train questions, as the course's
-source material describes the R1-style recipe ("a dynamic curriculum from single-variable
-equations upward").
+wrong has zero advantages). So the prompts must sit where the policy succeeds *sometimes*. The course's
+source material describes the R1-style recipe with "a dynamic curriculum from single-variable
+equations upward": one operation, then two, then GSM8K. The ``cpu`` profile's schedule is one phase,
+one- and two-operation problems in every batch, and no GSM8K: a 135M model after its cold start solves
+about half of one-operation problems, 9 of 64 two-operation ones and no GSM8K question
+(``results/cpu-curriculum``), so a GSM8K group is all wrong, teaches correctness nothing and costs a
+rollout. The recipe was measured with this one phase only (``results/exploration/README.md``, round
+3; with 4 prompts a step, a phase of one-operation problems first did better than mixing, g2 against
+g3). Schedules with more phases, GSM8K among them, are built the same way
+(``Phase(1/3, ((1, 20),)), Phase(2/3, ((1, 20), (2, 20), GSM8K))``).
 
 A schedule is a tuple of :class:`Phase`: each takes a share of the steps and names its source
 (course-written problems of a difficulty, :mod:`helpers.problems`, or GSM8K train).

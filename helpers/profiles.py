@@ -7,21 +7,25 @@
   tokens, 250 steps, lr 5e-6, AdamW 8-bit, max_grad_norm 0.1, cosine schedule, 10 % warm-up.
 * ``cpu`` - a small learning run on 2 CPU cores: SmolLM2-135M-Instruct with plain transformers +
   PEFT LoRA, fp32. The 135M model never writes the format on its own, so a cold start comes first
-  (SFT on 80 formatted GSM8K train solutions and 80 course-written worked problems, batch 2, lr
-  3e-4). Then 12 GRPO steps of 4 prompts x 8 completions x 100 tokens at T = 0.6 and lr 5e-4 on a
-  curriculum (:mod:`helpers.curriculum`): 4 steps of one-operation problems, then 8 of one- and
-  two-operation problems with one GSM8K train question per batch; held-out accuracy on 32 test
-  problems every 4 steps; a greedy evaluation on 64 + 64 test problems and 32 GSM8K test questions.
-  The values come from exploratory runs on a separate development set (README, *Results*): T = 1.0
-  left the groups without a correct sample on most steps, lr 1e-3 raised held-out accuracy for
-  4-8 steps and then lost it, and a phase of two-operation problems alone cost one-operation
-  accuracy. :func:`format_recipe` is the first CPU recipe, which taught the format only.
+  (SFT on 40 formatted GSM8K train solutions and 120 course-written worked problems, 40 with one
+  operation and 80 with two, batch 2, lr 3e-4). Then 12 GRPO steps of 16 prompts x 4 completions
+  x 100 tokens at T = 0.6 and lr 3e-4, beta = 0 and advantages not divided by the group's std, on
+  one- and two-operation problems mixed in every batch (:mod:`helpers.curriculum`); held-out
+  accuracy on 32 test problems every 4 steps; a greedy evaluation on 64 + 64 test problems and 32
+  GSM8K test questions. The values come from exploratory runs on a separate development set
+  (``results/exploration/README.md``, round 3): the cold start's two-operation examples lifted
+  two-operation accuracy most; with 4 or 8 prompts a step GRPO lost accuracy (47 -> 34 and 36 of
+  128), with 16 prompts at lr 3e-4 it gained (47 -> 55, p = 0.15), at lr 5e-4 it lost (47 -> 42);
+  std-scaled advantages paid groups that differed in format only. :func:`format_recipe` is the first CPU recipe, which taught the format only.
 
 The GRPO objective is set here explicitly instead of left to TRL's defaults (TRL 0.22 defaults
 to DAPO's token-level loss with beta = 0). The course trains what it teaches, DeepSeekMath's GRPO
 (Shao et al. 2024, eq. 3): per-sequence 1/|o_i| normalisation (``loss_type="grpo"``),
 group-normalised advantages (``scale_rewards="group"``), clip range epsilon = 0.2 and a KL penalty
-to the reference model with the k3 estimator (eq. 4) weighted by beta = 0.04.
+to the reference model with the k3 estimator (eq. 4) weighted by beta = 0.04. The ``cpu`` profile
+departs from it where its measurements said so: beta = 0 (no reference model; TRL's default and
+DAPO's, Yu et al. 2025) and advantages not divided by the std (``scale_rewards="none"``, Dr. GRPO,
+Liu et al. 2025).
 
 Two more GPU profiles (neither has been run on a GPU yet; both are built and tested on CPU):
 
@@ -303,7 +307,7 @@ def get_profile(name: str | None = None, verbose: bool = True, **overrides) -> P
     profile = PROFILES[chosen].replace(**overrides) if overrides else PROFILES[chosen]
     if verbose and profile.name == "cpu":
         print(f"Using the CPU profile ({reason}): SmolLM2-135M-Instruct, "
-              "cold start + GRPO at a size 2 CPU cores finish in about 21 minutes.")
+              "cold start + GRPO at a size 2 CPU cores finish in about 20 minutes.")
     elif verbose:
         print(f"Using the {profile.name} profile ({reason}): {profile.description}")
     return profile

@@ -204,6 +204,10 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
     Returns:
         :class:`TrainingRun` with the paths written. Under ``accelerate launch`` every process
         trains and returns it; only the main process writes the files.
+
+    Raises:
+        ValueError: ``dataset`` holds fewer prompts than one step draws (TRL would run no step and
+            write nothing).
     """
     from trl import GRPOTrainer
 
@@ -222,6 +226,13 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
     if dataset is None:
         dataset = load_gsm8k("train")
         print(f"Training prompts: {dataset.info.description} ({len(dataset)} questions)")
+    from .distributed import global_batch
+
+    prompts_per_step = global_batch(profile) // profile.num_generations
+    if len(dataset) < prompts_per_step:
+        raise ValueError(f"{len(dataset)} prompts, fewer than the {prompts_per_step} a step draws "
+                         f"({global_batch(profile)} completions / num_generations {profile.num_generations}): "
+                         "TRL would run no step")
     if reward_funcs is None:
         from .rewards import REWARD_FUNCS as reward_funcs
     metrics = MetricsCSV(output_dir / METRICS_FILE)

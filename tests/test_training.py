@@ -1,5 +1,7 @@
 import csv
 
+import pytest
+
 from helpers.data import load_gsm8k
 from helpers.models import load_model
 from helpers.profiles import PROFILES
@@ -13,18 +15,19 @@ def distinct_characters(completions, **kwargs):
 
 
 def test_one_grpo_step_on_a_tiny_model_writes_metrics_and_adapter(tiny_model_dir, tmp_path):
-    profile = PROFILES["cpu"].replace(max_completion_length=8, max_prompt_length=256)
+    profile = PROFILES["cpu"].replace(max_completion_length=8, max_prompt_length=256,
+                                      per_device_train_batch_size=16)  # 4 prompts x 4
     model, tokenizer = load_model(profile, tiny_model_dir)
     run = train(profile, max_steps=1, model=model, tokenizer=tokenizer, dataset=load_gsm8k("train", n=4),
                 output_dir=tmp_path / "run", reward_funcs=[*REWARD_FUNCS, distinct_characters])
     with open(run.metrics_csv) as f:
         rows = list(csv.DictReader(f))
     assert [r["step"] for r in rows] == ["1"]
-    for column in ("reward", "reward_std", "kl", "completions/mean_length", "completions/clipped_ratio",
+    for column in ("reward", "reward_std", "completions/mean_length", "completions/clipped_ratio",
                    "loss", "grad_norm", "step_time_s", "rewards/correctness_reward_func/mean",
                    "rewards/xmlcount_reward_func/mean"):
         assert rows[0][column] != "", column
-    assert float(rows[0]["completions/mean_length"]) <= 8
+    assert float(rows[0]["completions/mean_length"]) <= 8 and "kl" not in rows[0]  # beta = 0: no KL
     assert (run.adapter_dir / "adapter_model.safetensors").exists()
     assert (run.adapter_dir / "adapter_config.json").exists()
     assert run.curves_png.stat().st_size > 10_000
@@ -48,7 +51,8 @@ def test_interrupted_run_resumes_from_its_checkpoint_and_continues_the_csv(tiny_
             if state.global_step == 1:
                 raise Disconnect
 
-    profile = PROFILES["cpu"].replace(max_completion_length=8, save_steps=1, max_steps=2)
+    profile = PROFILES["cpu"].replace(max_completion_length=8, save_steps=1, max_steps=2,
+                                      per_device_train_batch_size=16)  # 4 prompts x 4
     data, out = load_gsm8k("train", n=4), tmp_path / "run"
     funcs = [*REWARD_FUNCS, distinct_characters]
     model, tokenizer = load_model(profile, tiny_model_dir)
@@ -128,7 +132,8 @@ def test_a_checkpoint_counts_only_if_it_loads(tmp_path, capsys):
 
 def test_on_drive_a_run_keeps_one_checkpoint(tiny_model_dir, tmp_path, monkeypatch):
     """Issue 18, 2: every rotated checkpoint on Drive probably lands in its trash; keep only one there."""
-    profile = PROFILES["cpu"].replace(max_completion_length=8, save_steps=1, max_steps=2)
+    profile = PROFILES["cpu"].replace(max_completion_length=8, save_steps=1, max_steps=2,
+                                      per_device_train_batch_size=16)  # 4 prompts x 4
     monkeypatch.setenv("GRPO_DRIVE_DIR", str(tmp_path / "drive"))
     model, tokenizer = load_model(profile, tiny_model_dir)
     run = train(profile, model=model, tokenizer=tokenizer, dataset=load_gsm8k("train", n=4),
@@ -152,3 +157,12 @@ def test_a_bf16_config_built_before_does_not_make_the_cpu_run_bf16(tmp_path, mon
         config = build(PROFILES["cpu"], tmp_path / build.__name__)
         assert not (config.bf16 or config.fp16)
         assert parse_choice_from_env("ACCELERATE_MIXED_PRECISION", "no") == "no", build.__name__
+
+
+def test_a_dataset_smaller_than_one_step_is_refused(tiny_model_dir, tmp_path):
+    """Bug: 4 prompts for a 16-prompt step (16 x 4 completions) ran no step and wrote no metrics.csv."""
+    profile = PROFILES["cpu"].replace(max_completion_length=8)
+    model, tokenizer = load_model(profile, tiny_model_dir)
+    with pytest.raises(ValueError, match="4 prompts, fewer than the 16 a step draws"):
+        train(profile, max_steps=1, model=model, tokenizer=tokenizer, dataset=load_gsm8k("train", n=4),
+              output_dir=tmp_path / "run")
