@@ -19,7 +19,7 @@ groups can differ.
   (:func:`helpers.data.make_prompt`) and the formatted solution as the assistant turn.
 * :func:`train_cold_start` trains a LoRA with TRL's ``SFTTrainer`` (loss on the assistant turn
   only), merges it into the base weights and saves a plain checkpoint: the GRPO policy starts
-  from it and the same weights serve as the GRPO reference model.
+  from it and, where beta > 0, the same weights serve as the GRPO reference model.
 """
 
 from __future__ import annotations
