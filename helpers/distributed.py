@@ -73,6 +73,15 @@ def global_batch(profile, processes: int | None = None) -> int:
     return total
 
 
+def prompts_per_step(profile) -> int:
+    """Distinct prompts (groups) per optimizer step: :func:`global_batch` / ``num_generations``.
+
+    Raises:
+        SetupError: as :func:`global_batch`.
+    """
+    return global_batch(profile) // profile.num_generations
+
+
 def check_launch(profile, *, cold_start: bool) -> int:
     """Check a run's settings against this launch before any model loads; returns :func:`global_batch`.
 

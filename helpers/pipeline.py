@@ -161,7 +161,7 @@ def grpo_prompts(profile: Profile):
     import math
 
     from .data import load_gsm8k
-    from .distributed import global_batch
+    from .distributed import prompts_per_step
 
     train_rows = load_gsm8k("train")
     skip = profile.cold_start_examples if profile.cold_start_examples < len(train_rows) else 0
@@ -172,7 +172,7 @@ def grpo_prompts(profile: Profile):
     from .curriculum import curriculum_dataset
 
     return curriculum_dataset(profile.curriculum, batches=math.ceil(profile.max_steps / profile.num_iterations),
-                              prompts_per_batch=global_batch(profile) // profile.num_generations,
+                              prompts_per_batch=prompts_per_step(profile),
                               seed=profile.seed, gsm8k_skip=skip)
 
 

@@ -226,13 +226,11 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
     if dataset is None:
         dataset = load_gsm8k("train")
         print(f"Training prompts: {dataset.info.description} ({len(dataset)} questions)")
-    from .distributed import global_batch
+    from .distributed import prompts_per_step
 
-    prompts_per_step = global_batch(profile) // profile.num_generations
-    if len(dataset) < prompts_per_step:
-        raise ValueError(f"{len(dataset)} prompts, fewer than the {prompts_per_step} a step draws "
-                         f"({global_batch(profile)} completions / num_generations {profile.num_generations}): "
-                         "TRL would run no step")
+    if len(dataset) < prompts_per_step(profile):
+        raise ValueError(f"{len(dataset)} prompts, fewer than the {prompts_per_step(profile)} a step draws "
+                         f"(num_generations {profile.num_generations} completions each): TRL would run no step")
     if reward_funcs is None:
         from .rewards import REWARD_FUNCS as reward_funcs
     metrics = MetricsCSV(output_dir / METRICS_FILE)
