@@ -78,16 +78,22 @@ class HeldoutAccuracy(TrainerCallback):
         self.history: list[tuple[int, dict]] = []
 
     def evaluate(self, model) -> dict:
-        """Greedy completions of the held-out set by ``model`` (adapter on), scored; restores train mode."""
+        """Greedy completions of the held-out set by ``model`` (adapter on), scored; restores train mode
+        and torch's global random state (the rollouts draw from it)."""
         from .models import generate, uses_vllm
 
         if uses_vllm(model):
             raise ValueError("HeldoutAccuracy generates with the policy in memory; a vLLM engine holds only the "
                              "base weights between Unsloth's LoRA syncs (use it with transformers profiles)")
+        import torch
+
         training = model.training
         started = time.perf_counter()
-        texts = generate(model, self.tokenizer, self.prompts, max_new_tokens=self.max_new_tokens, temperature=0.0,
-                         batch_size=self.batch_size)
+        # generate() seeds torch's global stream; the rollouts draw from it, so keep it as it was:
+        # otherwise every run's rollouts restart from seed 0 after each evaluation, whatever its seed.
+        with torch.random.fork_rng(devices=[]):
+            texts = generate(model, self.tokenizer, self.prompts, max_new_tokens=self.max_new_tokens,
+                             temperature=0.0, batch_size=self.batch_size)
         values = {**score_heldout(texts, self.answers), COLUMNS[2]: time.perf_counter() - started}
         model.train(training)
         return values

@@ -126,8 +126,15 @@ def _on_hub(model_id: str) -> bool:
         return False
 
 
-def load_model(profile: Profile, model_path: str | os.PathLike | None = None, lora: bool = True):
+def load_model(profile: Profile, model_path: str | os.PathLike | None = None, lora: bool = True,
+               seed: int | None | str = "profile"):
     """Return ``(model, tokenizer)`` for a profile, with a fresh LoRA adapter when ``lora``.
+
+    The LoRA's initial weights (PEFT draws ``A`` at random, ``B`` is zero) follow ``seed``: by default
+    ``profile.seed`` (``torch.manual_seed`` right before the adapter is made, as Unsloth's
+    ``random_state`` does), so the same profile gives the same adapter in every process; ``None``
+    leaves torch's global random state as the caller set it. Without this, torch 2.13 starts each
+    process from a random seed and two runs of one profile trained different adapters.
 
     The tokenizer pads on the left (generation) and has a pad token. The dtype is
     :func:`helpers.hardware.torch_dtype`; a 16-bit model (the ``cuda`` profile) goes to the GPU
@@ -158,6 +165,8 @@ def load_model(profile: Profile, model_path: str | os.PathLike | None = None, lo
     if lora:
         from peft import get_peft_model
 
+        if seed is not None:
+            torch.manual_seed(profile.seed if seed == "profile" else seed)
         model = get_peft_model(model, lora_config(profile))
     return model, tokenizer
 

@@ -477,7 +477,7 @@ def run_stage(stage: str, *, steps: int | None = None, cold_start=None, output_d
     if cold_start is not None and not (Path(cold_start) / "config.json").exists():
         raise FileNotFoundError(f"{cold_start} holds no model (no config.json)")
     torch.manual_seed(config.seed)  # the LoRA's initial weights, then the rollouts
-    model, tokenizer = load_model(CPU, cold_start)
+    model, tokenizer = load_model(CPU, cold_start, seed=None)  # keeps the stream seeded above
     print(f"GRPO from scratch, stage {stage}: {config.steps} steps of {config.prompts_per_step} prompts x "
           f"{config.num_generations} completions x {config.max_new_tokens} tokens, from {cold_start or CPU.model_id}")
     return train(model, tokenizer, config, output_dir=output_dir or f"outputs/scratch-{stage}" + "-quick" * quick_run,

@@ -76,3 +76,20 @@ def test_train_writes_the_heldout_curve_into_metrics_csv(tiny_model_dir, tmp_pat
     assert all(r[COLUMNS[0]] != "" and 0 <= float(r[COLUMNS[0]]) <= 1 for r in rows)
     assert [s for s, _ in run.heldout] == [0, 1, 2]
     assert run.curves_png.stat().st_size > 10_000
+
+
+def test_an_evaluation_leaves_the_rollouts_random_stream_where_it_was(monkeypatch):
+    """Bug: generate() seeds torch's global stream with 0, so after each held-out evaluation every run's
+    rollouts drew the same numbers, whatever its seed."""
+    import torch
+
+    def seeding_generate(model, tokenizer, prompts, **kwargs):
+        torch.manual_seed(0)  # what helpers.models.generate does
+        return ["<answer>0</answer>"] * len(prompts)
+
+    monkeypatch.setattr(helpers.models, "generate", seeding_generate)
+    torch.manual_seed(3407)
+    expected = torch.rand(3)
+    torch.manual_seed(3407)
+    HeldoutAccuracy(ROWS, tokenizer=None, every=1).evaluate(FakeModel())
+    assert torch.equal(torch.rand(3), expected)
