@@ -61,7 +61,7 @@ def _train(args) -> int:
         print(f"Evaluation skipped: {run.summary['evaluation']['skipped']}")
     t, d = run.summary["timings_s"], run.summary["distributed"]
     print(f"\nGRPO: {run.training.trainer.state.global_step} steps, {t['grpo_per_step_s']:.1f} s per step; "
-          f"total {t['total_s'] / 60:.1f} min")
+          f"whole run (every stage) {t['total_s'] / 60:.1f} min")
     print("GRPO ran on " + describe_batch(d["processes"], d["per_device_train_batch_size"],
                                          d["gradient_accumulation_steps"], d["num_generations"]))
     for label, path in (("Summary", run.summary_json), ("Eval records", run.records_jsonl),

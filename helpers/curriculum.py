@@ -5,7 +5,7 @@ wrong has zero advantages). So the prompts must sit where the policy succeeds *s
 source material describes the R1-style recipe with "a dynamic curriculum from single-variable
 equations upward": one operation, then two, then GSM8K. The ``cpu`` profile's schedule is one phase,
 one- and two-operation problems in every batch, and no GSM8K: a 135M model after its cold start solves
-about half of one-operation problems, 9 of 64 two-operation ones and no GSM8K question
+about half of one-operation problems, 8 of 64 two-operation ones and no GSM8K question
 (``results/cpu-curriculum``), so a GSM8K group is all wrong, teaches correctness nothing and costs a
 rollout. The recipe was measured with this one phase only (``results/exploration/README.md``, round
 3; with 4 prompts a step, a phase of one-operation problems first did better than mixing, g2 against

@@ -91,7 +91,7 @@ class HeldoutAccuracy(TrainerCallback):
         started = time.perf_counter()
         # generate() seeds torch's global stream; the rollouts draw from it, so keep it as it was:
         # otherwise every run's rollouts restart from seed 0 after each evaluation, whatever its seed.
-        with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=range(torch.cuda.device_count())):  # CPU and every GPU stream
             texts = generate(model, self.tokenizer, self.prompts, max_new_tokens=self.max_new_tokens,
                              temperature=0.0, batch_size=self.batch_size)
         values = {**score_heldout(texts, self.answers), COLUMNS[2]: time.perf_counter() - started}

@@ -43,7 +43,7 @@ def test_train_command_runs_the_pipeline_with_the_chosen_settings(fake_pipeline,
     assert call["profile"].cold_start_examples == 40 and call["reward_set"] == "layout"
     assert call["command"] == f"python -m helpers train --profile cpu --max-steps 2 --rewards layout --output-dir {tmp_path}"
     out = capsys.readouterr().out
-    assert "GRPO: 2 steps, 12.5 s per step; total 10.0 min" in out
+    assert "GRPO: 2 steps, 12.5 s per step; whole run (every stage) 10.0 min" in out
     assert "GRPO ran on 1 process; global batch 8 completions = 8 per process x 1 process x 1 accumulation step " \
            "(1 prompt x 8 completions)" in out
     assert "valid format: real reasoning + number" in out and str(tmp_path / "summary.json") in out
