@@ -89,8 +89,8 @@ class HeldoutAccuracy(TrainerCallback):
 
         training = model.training
         started = time.perf_counter()
-        # generate() seeds torch's global stream; the rollouts draw from it, so keep it as it was:
-        # otherwise every run's rollouts restart from seed 0 after each evaluation, whatever its seed.
+        # The rollouts draw from torch's global stream: whatever the generation backend does with it (HF
+        # generate() used to reseed it with 0, so every seed's rollouts then drew the same numbers), keep it.
         with torch.random.fork_rng(devices=range(torch.cuda.device_count())):  # CPU and every GPU stream
             texts = generate(model, self.tokenizer, self.prompts, max_new_tokens=self.max_new_tokens,
                              temperature=0.0, batch_size=self.batch_size)

@@ -445,7 +445,8 @@ def _generate_hf(model, tokenizer, texts, max_new_tokens, temperature, top_p, se
     from .rollouts import sample
 
     tokenizer.padding_side = "left"
-    torch.manual_seed(seed)
+    # its own stream, seeded: the same draws as seeding torch's global one, without moving the caller's
+    generator = torch.Generator(device=model.device).manual_seed(seed)
     completions: list[str] = []
     stop_ids = stop_token_ids(tokenizer, getattr(model, "generation_config", None))
     model.eval()
@@ -455,6 +456,6 @@ def _generate_hf(model, tokenizer, texts, max_new_tokens, temperature, top_p, se
         new_tokens = sample(model, batch["input_ids"], batch["attention_mask"], max_new_tokens=max_new_tokens,
                             eos_token_id=stop_ids,
                             pad_token_id=tokenizer.pad_token_id,
-                            temperature=temperature, top_p=top_p)
+                            temperature=temperature, top_p=top_p, generator=generator)
         completions += tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
     return completions

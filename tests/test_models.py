@@ -186,3 +186,18 @@ def test_the_lora_init_follows_the_profile_seed_not_the_process_random_state(tin
     again, _ = load_model(profile, tiny_model_dir, seed=None)
     assert torch.equal(_lora_a(caller_seeded), _lora_a(again))
     assert not torch.equal(_lora_a(caller_seeded), _lora_a(first))
+
+
+def test_sampled_generate_leaves_the_global_random_stream_alone(tiny_model_dir):
+    """It used to call torch.manual_seed(seed): any caller's later draws (GRPO's rollouts after a held-out
+    evaluation) restarted from that seed. Its own draws still follow `seed`."""
+    import torch
+
+    model, tokenizer = load_model(PROFILES["cpu"], tiny_model_dir, lora=False)
+    prompts = [[{"role": "user", "content": "Say a number."}]] * 2
+    torch.manual_seed(3407)
+    expected = torch.rand(3)
+    torch.manual_seed(3407)
+    first = generate(model, tokenizer, prompts, max_new_tokens=6, temperature=1.0, seed=7)
+    assert torch.equal(torch.rand(3), expected)
+    assert generate(model, tokenizer, prompts, max_new_tokens=6, temperature=1.0, seed=7) == first
