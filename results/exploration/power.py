@@ -1,0 +1,47 @@
+"""How likely is one run of the CPU recipe to reach McNemar p < 0.01 on 128 problems? (issue #17, round 5)
+
+Pools the seeded runs of the `cpu` profile's recipe (commit c8d0b8c on: the three reference runs on the
+reported test problems, results/cpu-curriculum{,-seed1,-seed2}, and round 5's single-pass runs on the
+development set, round5/it1-s*), estimates the discordant rate d = (gained + lost) / n and the net
+effect delta = (gained - lost) / n, and simulates new runs of n problems with those rates (exact McNemar,
+helpers.statistics.mcnemar_exact_p). Run from the repository root: python results/exploration/power.py"""
+import json
+import random
+from pathlib import Path
+
+from helpers.statistics import mcnemar_exact_p
+
+R = Path("results")
+runs = {}
+for name in ("cpu-curriculum", "cpu-curriculum-seed1", "cpu-curriculum-seed2"):
+    t = json.loads((R / name / "summary.json").read_text())["problems"]["mcnemar_start_vs_grpo"]["all"]["correct"]
+    runs[name] = (t["lora_only"], t["base_only"], t["n"])
+for d in sorted((R / "exploration" / "round5").glob("it1-s*")):
+    r = json.loads((d / "result.json").read_text())
+    runs[f"round5/{d.name}"] = (r["gained"], r["lost"], 128)
+for name, (g, l, n) in runs.items():
+    print(f"{name:28s} gained {g:2d} lost {l:2d} of {n}: net {g - l:+d}, p = {mcnemar_exact_p(l, g):.3g}")
+G, L, N = (sum(v[i] for v in runs.values()) for i in range(3))
+for d in sorted((R / "exploration" / "round5").glob("it2-s*")):  # mu = 2: shown, not pooled
+    r = json.loads((d / "result.json").read_text())
+    print(f"{'(mu = 2, not pooled) ' + d.name:28s} gained {r['gained']:2d} lost {r['lost']:2d} of 128: "
+          f"net {r['gained'] - r['lost']:+d}, p = {mcnemar_exact_p(r['lost'], r['gained']):.3g}")
+d, delta = (G + L) / N, (G - L) / N
+print(f"pooled over {len(runs)} runs: discordant rate d = {d:.3f}, net effect delta = {delta:.4f} "
+      f"({delta * 128:+.1f} of 128)")
+
+
+def power(n, d, delta, alpha=0.01, sims=20000, rng=random.Random(0)):
+    """Share of simulated runs of n problems with exact McNemar p < alpha (gain in the direction of delta)."""
+    hits = 0
+    for _ in range(sims):
+        k = sum(rng.random() < d for _ in range(n))  # discordant problems
+        gained = sum(rng.random() < (d + delta) / (2 * d) for _ in range(k))
+        hits += gained > k - gained and mcnemar_exact_p(k - gained, gained) < alpha
+    return hits / sims
+
+
+for n in (128, 256, 512, 768):
+    print(f"n = {n:3d} problems: P(p < 0.01) = {power(n, d, delta, sims=4000):.2f}")
+for net in (8, 12, 17, 20):
+    print(f"net effect {net:+d} of 128 (same d): P(p < 0.01 on 128) = {power(128, d, net / 128, sims=4000):.2f}")
