@@ -1,0 +1,63 @@
+"""Round 5b: does training longer help? The profile's recipe for --steps steps, the development set evaluated
+after step --mid too (it equals a --mid-step run: constant lr, curriculum drawn in order). Based on exp5:
+Round 5: does GRPO's mu (num_iterations = 2: each batch of rollouts trained on twice, the clip ratio
+active) gain more than the CPU profile's single pass, at about the same wall time? From make train's
+cold start; greedy accuracy on the development set (seed 12345, 64 + 64, 100 tokens) before and after."""
+import argparse, json, time
+from pathlib import Path
+import torch
+from helpers import profiles
+from helpers.problems import make_problems
+from helpers.models import generate, load_model
+from helpers.evaluation import score
+from helpers.training import train
+from helpers.pipeline import grpo_prompts
+from helpers.statistics import mcnemar
+
+p = argparse.ArgumentParser()
+p.add_argument("--out", required=True); p.add_argument("--cold", default="outputs/grpo-cpu/cold_start")
+p.add_argument("--steps", type=int, default=12); p.add_argument("--iters", type=int, default=1)
+p.add_argument("--seed", type=int, default=3407); p.add_argument("--mid", type=int, default=12)
+a = p.parse_args()
+out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
+prof = profiles.CPU.replace(max_steps=a.steps, num_iterations=a.iters, seed=a.seed)
+dev = [q for ops in (1, 2) for q in make_problems(64, ops=ops, max_number=20, split="test", seed=12345)]
+kinds = ["1op"] * 64 + ["2op"] * 64
+from helpers.problems import problems_dataset
+prompts = list(problems_dataset(dev)["prompt"])
+
+def dev_correct(model, tok):
+    with torch.random.fork_rng():
+        texts = generate(model, tok, prompts, max_new_tokens=100, temperature=0.0, batch_size=32)
+    recs = score([""] * len(dev), [q.answer for q in dev], texts)
+    return [bool(r["correct"]) for r in recs]
+
+cache = Path(a.cold).parent / "dev_eval_r5.json"
+if not cache.exists():
+    m, tok = load_model(prof, a.cold, lora=False)
+    cache.write_text(json.dumps(dev_correct(m, tok))); del m
+cold = json.loads(cache.read_text())
+from transformers import TrainerCallback
+class Mid(TrainerCallback):
+    correct = None
+    def on_step_end(self, args, state, control, model=None, **kw):
+        if state.global_step == a.mid:
+            training = model.training
+            self.correct = dev_correct(model, tok_for_mid); model.train(training)
+            print("MID", sum(self.correct), flush=True)
+from transformers import AutoTokenizer
+tok_for_mid = AutoTokenizer.from_pretrained(a.cold)
+mid = Mid()
+t0 = time.perf_counter()
+run = train(prof, output_dir=out, dataset=grpo_prompts(prof), model_path=a.cold, heldout=None, resume=False, callbacks=(mid,))
+secs = time.perf_counter() - t0
+after = dev_correct(run.trainer.model, run.trainer.processing_class)
+t = mcnemar(cold, after)
+by = lambda xs, k: sum(x for x, kk in zip(xs, kinds) if kk == k)
+res = {"seed": a.seed, "steps": a.steps, "iters": a.iters, "train_s": round(secs, 1), "per_step_s": round(run.seconds_per_step, 1),
+       "cold": sum(cold), "after": sum(after), "p": t.p_value if hasattr(t, "p_value") else str(t),
+       "gained": sum((not c) and d for c, d in zip(cold, after)), "lost": sum(c and not d for c, d in zip(cold, after)),
+       "by_kind": {k: [by(cold, k), by(mid.correct, k), by(after, k)] for k in sorted(set(kinds))},
+       "mid": {"step": a.mid, "correct": sum(mid.correct), "vs_cold": vars(mcnemar(cold, mid.correct)), "vs_mid": vars(mcnemar(mid.correct, after))}}
+(out / "result.json").write_text(json.dumps(res, indent=1))
+print("RESULT", json.dumps(res), flush=True)
