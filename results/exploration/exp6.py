@@ -1,8 +1,7 @@
-"""Round 5b: does training longer help? The profile's recipe for --steps steps, the development set evaluated
-after step --mid too (it equals a --mid-step run: constant lr, curriculum drawn in order). Based on exp5:
-Round 5: does GRPO's mu (num_iterations = 2: each batch of rollouts trained on twice, the clip ratio
-active) gain more than the CPU profile's single pass, at about the same wall time? From make train's
-cold start; greedy accuracy on the development set (seed 12345, 64 + 64, 100 tokens) before and after."""
+"""Round 5b: does training longer help? exp5.py's run (the profile's recipe from make train's cold start,
+greedy accuracy on the development set: seed 12345, 64 + 64, 100 tokens) for --steps steps, with the
+development set also evaluated after step --mid (equal to a --mid-step run: constant lr, curriculum drawn
+in order)."""
 import argparse, json, time
 from pathlib import Path
 import torch
