@@ -1,6 +1,8 @@
-"""Round 5: does GRPO's mu (num_iterations = 2: each batch of rollouts trained on twice, the clip ratio
-active) gain more than the CPU profile's single pass, at about the same wall time? From make train's
-cold start; greedy accuracy on the development set (seed 12345, 64 + 64, 100 tokens) before and after."""
+"""Round 5, from make train's cold start, judged by greedy accuracy on the development set (seed 12345,
+64 + 64, 100 tokens) before and after GRPO: does GRPO's mu (``--iters 2``: each batch of rollouts trained on
+twice, the clip ratio active) gain more than the profile's single pass at about the same wall time; and
+does training longer help (``--steps 20 --mid 12``: the development set is also evaluated after step 12,
+which equals a 12-step run: constant lr, curriculum drawn in order)?"""
 import argparse, json, time
 from pathlib import Path
 import torch
@@ -15,7 +17,7 @@ from helpers.statistics import mcnemar
 p = argparse.ArgumentParser()
 p.add_argument("--out", required=True); p.add_argument("--cold", default="outputs/grpo-cpu/cold_start")
 p.add_argument("--steps", type=int, default=12); p.add_argument("--iters", type=int, default=1)
-p.add_argument("--seed", type=int, default=3407)
+p.add_argument("--seed", type=int, default=3407); p.add_argument("--mid", type=int, default=0)  # 0: no evaluation mid-run
 a = p.parse_args()
 out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
 prof = profiles.CPU.replace(max_steps=a.steps, num_iterations=a.iters, seed=a.seed)
@@ -35,15 +37,29 @@ if not cache.exists():
     m, tok = load_model(prof, a.cold, lora=False)
     cache.write_text(json.dumps(dev_correct(m, tok))); del m
 cold = json.loads(cache.read_text())
+from transformers import AutoTokenizer, TrainerCallback
+class Mid(TrainerCallback):
+    correct = None
+    def on_step_end(self, args, state, control, model=None, **kw):
+        if state.global_step == a.mid:
+            training = model.training
+            self.correct = dev_correct(model, tok_for_mid); model.train(training)
+            print("MID", sum(self.correct), flush=True)
+tok_for_mid = AutoTokenizer.from_pretrained(a.cold)
+mid = Mid()
 t0 = time.perf_counter()
-run = train(prof, output_dir=out, dataset=grpo_prompts(prof), model_path=a.cold, heldout=None, resume=False)
+run = train(prof, output_dir=out, dataset=grpo_prompts(prof), model_path=a.cold, heldout=None, resume=False, callbacks=(mid,))
 secs = time.perf_counter() - t0
 after = dev_correct(run.trainer.model, run.trainer.processing_class)
 t = mcnemar(cold, after)
+stages = [cold, after] if mid.correct is None else [cold, mid.correct, after]
 by = lambda xs, k: sum(x for x, kk in zip(xs, kinds) if kk == k)
 res = {"seed": a.seed, "steps": a.steps, "iters": a.iters, "train_s": round(secs, 1), "per_step_s": round(run.seconds_per_step, 1),
-       "cold": sum(cold), "after": sum(after), "p": t.p_value if hasattr(t, "p_value") else str(t),
+       "cold": sum(cold), "after": sum(after), "p": t.p_value,
        "gained": sum((not c) and d for c, d in zip(cold, after)), "lost": sum(c and not d for c, d in zip(cold, after)),
-       "by_kind": {k: [by(cold, k), by(after, k)] for k in sorted(set(kinds))}}
+       "by_kind": {k: [by(xs, k) for xs in stages] for k in sorted(set(kinds))}}  # before, [step --mid,] after
+if mid.correct is not None:
+    res["mid"] = {"step": a.mid, "correct": sum(mid.correct), "vs_cold": vars(mcnemar(cold, mid.correct)),
+                  "vs_mid": vars(mcnemar(mid.correct, after))}
 (out / "result.json").write_text(json.dumps(res, indent=1))
 print("RESULT", json.dumps(res), flush=True)
