@@ -2,7 +2,8 @@
 64 + 64, 100 tokens) before and after GRPO: does GRPO's mu (``--iters 2``: each batch of rollouts trained on
 twice, the clip ratio active) gain more than the profile's single pass at about the same wall time; and
 does training longer help (``--steps 20 --mid 12``: the development set is also evaluated after step 12,
-which equals a 12-step run: constant lr, curriculum drawn in order)?"""
+which equals a 12-step run: constant lr, curriculum drawn in order)? Round 6: a larger group (``--gen 8``) or more
+prompts a step (``--prompts 32``), i.e. more groups with rewards that differ in each step's loss."""
 import argparse, json, time
 from pathlib import Path
 import torch
@@ -18,9 +19,12 @@ p = argparse.ArgumentParser()
 p.add_argument("--out", required=True); p.add_argument("--cold", default="outputs/grpo-cpu/cold_start")
 p.add_argument("--steps", type=int, default=12); p.add_argument("--iters", type=int, default=1)
 p.add_argument("--seed", type=int, default=3407); p.add_argument("--mid", type=int, default=0)  # 0: no evaluation mid-run
+p.add_argument("--prompts", type=int, default=16); p.add_argument("--gen", type=int, default=4)  # round 6: group size G
+p.add_argument("--lr", type=float, default=profiles.CPU.learning_rate)
 a = p.parse_args()
 out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
-prof = profiles.CPU.replace(max_steps=a.steps, num_iterations=a.iters, seed=a.seed)
+prof = profiles.CPU.replace(max_steps=a.steps, num_iterations=a.iters, seed=a.seed, num_generations=a.gen,
+                            per_device_train_batch_size=a.prompts * a.gen, learning_rate=a.lr)
 dev = [q for ops in (1, 2) for q in make_problems(64, ops=ops, max_number=20, split="test", seed=12345)]
 kinds = ["1op"] * 64 + ["2op"] * 64
 from helpers.problems import problems_dataset
@@ -54,7 +58,7 @@ after = dev_correct(run.trainer.model, run.trainer.processing_class)
 t = mcnemar(cold, after)
 stages = [cold, after] if mid.correct is None else [cold, mid.correct, after]
 by = lambda xs, k: sum(x for x, kk in zip(xs, kinds) if kk == k)
-res = {"seed": a.seed, "steps": a.steps, "iters": a.iters, "train_s": round(secs, 1), "per_step_s": round(run.seconds_per_step, 1),
+res = {"seed": a.seed, "steps": a.steps, "iters": a.iters, "prompts": a.prompts, "G": a.gen, "lr": a.lr, "train_s": round(secs, 1), "per_step_s": round(run.seconds_per_step, 1),
        "cold": sum(cold), "after": sum(after), "p": t.p_value,
        "gained": sum((not c) and d for c, d in zip(cold, after)), "lost": sum(c and not d for c, d in zip(cold, after)),
        "by_kind": {k: [by(xs, k) for xs in stages] for k in sorted(set(kinds))}}  # before, [step --mid,] after
