@@ -19,7 +19,8 @@ p = argparse.ArgumentParser()
 p.add_argument("--out", required=True); p.add_argument("--cold", default="outputs/grpo-cpu/cold_start")
 p.add_argument("--steps", type=int, default=12); p.add_argument("--iters", type=int, default=1)
 p.add_argument("--seed", type=int, default=3407); p.add_argument("--mid", type=int, default=0)  # 0: no evaluation mid-run
-p.add_argument("--prompts", type=int, default=16); p.add_argument("--gen", type=int, default=4)  # round 6: group size G
+G = profiles.CPU.num_generations  # round 6: --gen is the group size G, --prompts the groups a step
+p.add_argument("--prompts", type=int, default=profiles.CPU.per_device_train_batch_size // G); p.add_argument("--gen", type=int, default=G)
 p.add_argument("--lr", type=float, default=profiles.CPU.learning_rate)
 a = p.parse_args()
 out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
