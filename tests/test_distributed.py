@@ -72,8 +72,8 @@ def test_vllm_server_is_for_plain_trl_and_zero3_has_no_cold_start(monkeypatch):
     monkeypatch.setenv("ACCELERATE_DEEPSPEED_ZERO_STAGE", "3")
     with pytest.raises(SetupError, match="ZeRO-3 shards the weights that the cold start merges"):
         check_launch(PROFILES["cpu"], cold_start=True)
-    cpu_batch = PROFILES["cpu"].per_device_train_batch_size  # 16 prompts x 4 completions, one process
-    assert check_launch(PROFILES["cpu"], cold_start=False) == cpu_batch == 64
+    cpu_batch = PROFILES["cpu"].per_device_train_batch_size  # 16 prompts x 8 completions, one process
+    assert check_launch(PROFILES["cpu"], cold_start=False) == cpu_batch == 128
     monkeypatch.setenv("ACCELERATE_DEEPSPEED_ZERO_STAGE", "2")
     assert check_launch(PROFILES["cpu"], cold_start=True) == cpu_batch
 

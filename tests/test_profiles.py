@@ -71,7 +71,7 @@ def test_cpu_profile_is_the_measured_learning_run():
     cpu = PROFILES["cpu"]
     assert (cpu.cold_start_examples, cpu.cold_start_problems, cpu.cold_start_two_op_share,
             cpu.cold_start_batch_size, cpu.cold_start_learning_rate) == (40, 120, 2 / 3, 2, 3e-4)
-    assert (cpu.num_generations, cpu.per_device_train_batch_size, cpu.max_completion_length) == (4, 64, 100)
+    assert (cpu.num_generations, cpu.per_device_train_batch_size, cpu.max_completion_length) == (8, 128, 100)
     assert (cpu.max_steps, cpu.learning_rate, cpu.temperature) == (12, 3e-4, 0.6)
     assert (cpu.beta, cpu.scale_rewards, cpu.loss_type) == (0.0, "none", "grpo")
     assert (cpu.eval_questions, cpu.eval_problems, cpu.heldout_problems) == (32, 64, 32)

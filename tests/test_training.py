@@ -160,7 +160,7 @@ def test_a_bf16_config_built_before_does_not_make_the_cpu_run_bf16(tmp_path, mon
 
 
 def test_a_dataset_smaller_than_one_step_is_refused(tiny_model_dir, tmp_path):
-    """Bug: 4 prompts for a 16-prompt step (16 x 4 completions) ran no step and wrote no metrics.csv."""
+    """Bug: 4 prompts for a 16-prompt step ran no step and wrote no metrics.csv."""
     profile = PROFILES["cpu"].replace(max_completion_length=8)
     model, tokenizer = load_model(profile, tiny_model_dir)
     with pytest.raises(ValueError, match="4 prompts, fewer than the 16 a step draws"):
