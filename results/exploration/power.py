@@ -1,7 +1,7 @@
 """How likely is one run of the CPU recipe to reach McNemar p < 0.01 on 128 problems? (issue #17, round 5)
 
 Pools the seeded runs of the `cpu` profile's recipe (commit c8d0b8c on: the three reference runs on the
-reported test problems, results/cpu-curriculum{,-seed1,-seed2}, and round 5's single-pass runs on the
+reported test problems, now in round6/g4-reference/cpu-curriculum{,-seed1,-seed2}, and round 5's single-pass runs on the
 development set, round5/it1-s*), estimates the discordant rate d = (gained + lost) / n and the net
 effect delta = (gained - lost) / n, and simulates new runs of n problems with those rates (exact McNemar,
 helpers.statistics.mcnemar_exact_p). Run from the repository root: python results/exploration/power.py"""
@@ -14,7 +14,7 @@ from helpers.statistics import mcnemar_exact_p
 R = Path("results")
 runs = {}
 for name in ("cpu-curriculum", "cpu-curriculum-seed1", "cpu-curriculum-seed2"):
-    t = json.loads((R / name / "summary.json").read_text())["problems"]["mcnemar_start_vs_grpo"]["all"]["correct"]
+    t = json.loads((R / "exploration" / "round6" / "g4-reference" / name / "summary.json").read_text())["problems"]["mcnemar_start_vs_grpo"]["all"]["correct"]
     runs[name] = (t["lora_only"], t["base_only"], t["n"])
 for d in sorted((R / "exploration" / "round5").glob("it1-s*")):
     r = json.loads((d / "result.json").read_text())
