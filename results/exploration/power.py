@@ -46,3 +46,21 @@ for n in (128, 256, 512, 768):
     print(f"n = {n:3d} problems: P(p < 0.01) = {power(n, d, delta):.2f}")
 for net in (8, 12, 17, 20):
     print(f"net effect {net:+d} of 128 (same d): P(p < 0.01 on 128) = {power(128, d, net / 128):.2f}")
+
+# Round 6 (G = 8, the cpu profile since commit 33b2ff1): the reference runs results/cpu-curriculum{,-seed1,-seed2}
+# and round 6's development-set runs round6/g8-s*, pooled the same way.
+g8 = {}
+for name in ("cpu-curriculum", "cpu-curriculum-seed1", "cpu-curriculum-seed2"):
+    t = json.loads((R / name / "summary.json").read_text())["problems"]["mcnemar_start_vs_grpo"]["all"]["correct"]
+    g8[name] = (t["lora_only"], t["base_only"], t["n"])
+for run_dir in sorted((R / "exploration" / "round6").glob("g8-s*")):
+    r = json.loads((run_dir / "result.json").read_text())
+    g8[f"round6/{run_dir.name}"] = (r["gained"], r["lost"], 128)
+print("\nG = 8:")
+for name, (g, l, n) in g8.items():
+    print(f"{name:28s} gained {g:2d} lost {l:2d} of {n}: net {g - l:+d}, p = {mcnemar_exact_p(l, g):.3g}")
+G8, L8, N8 = (sum(v[i] for v in g8.values()) for i in range(3))
+d8, delta8 = (G8 + L8) / N8, (G8 - L8) / N8
+print(f"pooled over {len(g8)} runs: discordant rate d = {d8:.3f}, net effect delta = {delta8:.4f} ({delta8 * 128:+.1f} of 128)")
+for n in (128, 256):
+    print(f"n = {n:3d} problems: P(p < 0.01) = {power(n, d8, delta8):.2f}")
