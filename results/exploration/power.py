@@ -15,7 +15,7 @@ R = Path("results")
 runs = {}
 for name in ("cpu-curriculum", "cpu-curriculum-seed1", "cpu-curriculum-seed2"):
     t = json.loads((R / "exploration" / "round6" / "g4-reference" / name / "summary.json").read_text())["problems"]["mcnemar_start_vs_grpo"]["all"]["correct"]
-    runs[name] = (t["lora_only"], t["base_only"], t["n"])
+    runs[f"g4-reference/{name}"] = (t["lora_only"], t["base_only"], t["n"])
 for d in sorted((R / "exploration" / "round5").glob("it1-s*")):
     r = json.loads((d / "result.json").read_text())
     runs[f"round5/{d.name}"] = (r["gained"], r["lost"], 128)
