@@ -12,24 +12,43 @@ from pathlib import Path
 from helpers.statistics import mcnemar_exact_p
 
 R = Path("results")
-runs = {}
-for name in ("cpu-curriculum", "cpu-curriculum-seed1", "cpu-curriculum-seed2"):
-    t = json.loads((R / "exploration" / "round6" / "g4-reference" / name / "summary.json").read_text())["problems"]["mcnemar_start_vs_grpo"]["all"]["correct"]
-    runs[f"g4-reference/{name}"] = (t["lora_only"], t["base_only"], t["n"])
-for d in sorted((R / "exploration" / "round5").glob("it1-s*")):
-    r = json.loads((d / "result.json").read_text())
-    runs[f"round5/{d.name}"] = (r["gained"], r["lost"], 128)
-for name, (g, l, n) in runs.items():
-    print(f"{name:28s} gained {g:2d} lost {l:2d} of {n}: net {g - l:+d}, p = {mcnemar_exact_p(l, g):.3g}")
-G, L, N = (sum(v[i] for v in runs.values()) for i in range(3))
-for d in sorted((R / "exploration" / "round5").glob("it2-s*")):  # mu = 2: shown, not pooled
+EXP = R / "exploration"
+
+
+def read_runs(summary_dirs, result_dirs):
+    """{label: (gained, lost, n)} from reference runs' summary.json and exploration runs' result.json."""
+    runs = {}
+    for run_dir in summary_dirs:
+        t = json.loads((run_dir / "summary.json").read_text())["problems"]["mcnemar_start_vs_grpo"]["all"]["correct"]
+        runs[str(run_dir.relative_to(EXP if EXP in run_dir.parents else R))] = (t["lora_only"], t["base_only"], t["n"])
+    for run_dir in result_dirs:
+        r = json.loads((run_dir / "result.json").read_text())
+        runs[str(run_dir.relative_to(EXP))] = (r["gained"], r["lost"], 128)
+    return runs
+
+
+def show(runs):
+    for name, (g, l, n) in runs.items():
+        print(f"{name:28s} gained {g:2d} lost {l:2d} of {n}: net {g - l:+d}, p = {mcnemar_exact_p(l, g):.3g}")
+
+
+def pooled(runs):
+    """Discordant rate d and net effect delta over the pooled runs, printed."""
+    G, L, N = (sum(v[i] for v in runs.values()) for i in range(3))
+    d, delta = (G + L) / N, (G - L) / N
+    print(f"pooled over {len(runs)} runs: discordant rate d = {d:.3f}, net effect delta = {delta:.4f} "
+          f"({delta * 128:+.1f} of 128)")
+    return d, delta
+
+
+SEEDS = ("cpu-curriculum", "cpu-curriculum-seed1", "cpu-curriculum-seed2")
+runs = read_runs([EXP / "round6" / "g4-reference" / name for name in SEEDS], sorted((EXP / "round5").glob("it1-s*")))
+show(runs)
+for d in sorted((EXP / "round5").glob("it2-s*")):  # mu = 2: shown, not pooled
     r = json.loads((d / "result.json").read_text())
     print(f"{'(mu = 2, not pooled) ' + d.name:28s} gained {r['gained']:2d} lost {r['lost']:2d} of 128: "
           f"net {r['gained'] - r['lost']:+d}, p = {mcnemar_exact_p(r['lost'], r['gained']):.3g}")
-d, delta = (G + L) / N, (G - L) / N
-print(f"pooled over {len(runs)} runs: discordant rate d = {d:.3f}, net effect delta = {delta:.4f} "
-      f"({delta * 128:+.1f} of 128)")
-
+d, delta = pooled(runs)
 
 def power(n, d, delta, alpha=0.01, sims=4000, seed=0):
     """Share of simulated runs of n problems with exact McNemar p < alpha (gain in the direction of delta);
@@ -49,18 +68,9 @@ for net in (8, 12, 17, 20):
 
 # Round 6 (G = 8, the cpu profile since commit 33b2ff1): the reference runs results/cpu-curriculum{,-seed1,-seed2}
 # and round 6's development-set runs round6/g8-s*, pooled the same way.
-g8 = {}
-for name in ("cpu-curriculum", "cpu-curriculum-seed1", "cpu-curriculum-seed2"):
-    t = json.loads((R / name / "summary.json").read_text())["problems"]["mcnemar_start_vs_grpo"]["all"]["correct"]
-    g8[name] = (t["lora_only"], t["base_only"], t["n"])
-for run_dir in sorted((R / "exploration" / "round6").glob("g8-s*")):
-    r = json.loads((run_dir / "result.json").read_text())
-    g8[f"round6/{run_dir.name}"] = (r["gained"], r["lost"], 128)
 print("\nG = 8:")
-for name, (g, l, n) in g8.items():
-    print(f"{name:28s} gained {g:2d} lost {l:2d} of {n}: net {g - l:+d}, p = {mcnemar_exact_p(l, g):.3g}")
-G8, L8, N8 = (sum(v[i] for v in g8.values()) for i in range(3))
-d8, delta8 = (G8 + L8) / N8, (G8 - L8) / N8
-print(f"pooled over {len(g8)} runs: discordant rate d = {d8:.3f}, net effect delta = {delta8:.4f} ({delta8 * 128:+.1f} of 128)")
+g8 = read_runs([R / name for name in SEEDS], sorted((EXP / "round6").glob("g8-s*")))
+show(g8)
+d8, delta8 = pooled(g8)
 for n in (128, 256):
     print(f"n = {n:3d} problems: P(p < 0.01) = {power(n, d8, delta8):.2f}")
