@@ -286,6 +286,42 @@ def problems_summary(problems: dict) -> dict:
                                       for level in ["all", *levels]}}
 
 
+def outcomes_by_kind(records, problems, first: str = "cold_start", last: str = "grpo") -> list[dict]:
+    """Where a gain or a loss came from: per problem kind (``add``, ``sub``, ..., ``add_sub``, ...;
+    :data:`helpers.problems.KINDS`) how many problems ``first`` and ``last`` got right, how many only
+    ``last`` got (gained), only ``first`` got (lost), and McNemar's exact p (:func:`helpers.statistics.mcnemar`).
+
+    Args:
+        records: the ``"problems"`` records of a run (``eval_records.jsonl`` or a reference run's
+            ``eval_outcomes.jsonl``): dicts with ``set``, ``stage``, ``index`` and ``correct``.
+        problems: the run's test problems in evaluation order (:func:`eval_problem_set` of its profile).
+
+    Returns:
+        one row per kind, in order of first appearance: ``{"ops", "kind", "n", first, last, "gained",
+        "lost", "p"}`` (counts of problems).
+
+    Raises:
+        ValueError: a stage has no records, or its records do not number ``len(problems)``.
+    """
+    from .statistics import mcnemar
+
+    correct = {}
+    for stage in (first, last):
+        rows = sorted((r for r in records if r.get("set") == "problems" and r["stage"] == stage),
+                      key=lambda r: r["index"])
+        if len(rows) != len(problems):
+            raise ValueError(f"stage {stage!r} has {len(rows)} problem records for {len(problems)} problems")
+        correct[stage] = [bool(r["correct"]) for r in rows]
+    table = []
+    for kind in dict.fromkeys(p.kind for p in problems):
+        idx = [i for i, p in enumerate(problems) if p.kind == kind]
+        test = mcnemar([correct[first][i] for i in idx], [correct[last][i] for i in idx])
+        table.append({"ops": problems[idx[0]].ops, "kind": kind, "n": len(idx),
+                      first: sum(correct[first][i] for i in idx), last: sum(correct[last][i] for i in idx),
+                      "gained": test.lora_only, "lost": test.base_only, "p": test.p_value})
+    return table
+
+
 def build_summary(profile: Profile, results: dict, timings: dict, *, reward_set: str, dataset: str | None,
                   cold_start=None, reused_cold_start=None, command: str | None = None, training=None,
                   skipped: str | None = None, problems: dict | None = None, prompts: str | None = None) -> dict:

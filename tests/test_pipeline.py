@@ -153,3 +153,22 @@ def test_a_reused_cold_start_is_recorded_with_its_examples():
     assert summary["cold_start_examples"] == 96 + 120 and summary["cold_start_reused"] == "outputs/a/cold_start"
     fresh = build_summary(profile.replace(cold_start_examples=0), {}, {}, reward_set="checked", dataset=None)
     assert fresh["cold_start_examples"] == 0 and fresh["cold_start_reused"] is None
+
+
+def test_outcomes_by_kind_counts_gains_losses_and_p_per_kind():
+    from helpers.pipeline import outcomes_by_kind
+    from helpers.problems import make_problems
+
+    problems = make_problems(8, ops=1, split="test", seed=0)  # kinds in turn: add, sub, mul, div, add, ...
+    before = [True, False, True, False, True, False, False, False]
+    after = [False, True, True, False, False, True, False, True]
+    records = [{"set": "problems", "stage": stage, "index": i, "correct": ok}
+               for stage, outcomes in (("cold_start", before), ("grpo", after)) for i, ok in enumerate(outcomes)]
+    records.append({"set": "gsm8k", "stage": "grpo", "index": 0, "correct": True})  # another set: ignored
+    rows = {row["kind"]: row for row in outcomes_by_kind(records[::-1], problems)}  # any record order
+    assert list(rows) == ["add", "sub", "mul", "div"]
+    assert {k: (r["n"], r["cold_start"], r["grpo"], r["gained"], r["lost"]) for k, r in rows.items()} == {
+        "add": (2, 2, 0, 0, 2), "sub": (2, 0, 2, 2, 0), "mul": (2, 1, 1, 0, 0), "div": (2, 0, 1, 1, 0)}
+    assert rows["add"]["p"] == 0.5 and rows["mul"]["p"] == 1.0  # exact two-sided: 2 x (1/2)^2; no discordant pair
+    with pytest.raises(ValueError, match="has 8 problem records for 9 problems"):
+        outcomes_by_kind(records, make_problems(9, ops=1, split="test", seed=0))

@@ -1,0 +1,57 @@
+"""Round 7: where the reference runs' gains and losses came from, per problem kind (issue #17).
+
+Prints, for every committed reference run, cold start -> GRPO per kind of test problem
+(helpers.pipeline.outcomes_by_kind; counts of problems), and, given the headline run's folder
+(`outputs/grpo-cpu`, uncommitted: its records hold the completions), the one-operation addition
+problems the cold start got right and GRPO got wrong, with both completions (course-written
+problems, no GSM8K text). Run from the repository root:
+    python results/exploration/round7/kinds.py [outputs/grpo-cpu] > results/exploration/round7/kinds.txt"""
+import json
+import sys
+from pathlib import Path
+
+from helpers.pipeline import eval_problem_set, load_summary, outcomes_by_kind
+from helpers.profiles import CPU
+from helpers.statistics import mcnemar
+
+R = Path("results")
+
+
+def records(path):
+    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+
+
+for run in ("cpu-curriculum", "cpu-curriculum-seed1", "cpu-curriculum-seed2", "cpu-curriculum-placebo"):
+    n = load_summary(R / run)["profile"]["eval_problems"]
+    problems = eval_problem_set(CPU, n)
+    print(f"{run} ({len(problems)} problems): kind  cold start -> GRPO (gained, lost; McNemar p)")
+    for row in outcomes_by_kind(records(R / run / "eval_outcomes.jsonl"), problems):
+        print(f"  {row['ops']} op  {row['kind']:10s} {row['cold_start']:2d} -> {row['grpo']:2d} of {row['n']}"
+              f"  ({row['gained']:2d}, {row['lost']:2d}; p = {row['p']:.2g})")
+# The headline run on the set of earlier versions (the first 64 problems of each kind) and on the next ones
+headline = [r for r in records(R / "cpu-curriculum" / "eval_outcomes.jsonl") if r["set"] == "problems"]
+per_level = len(headline) // 6
+for name, part in (("first", range(0, per_level // 2)), ("next", range(per_level // 2, per_level))):
+    idx = {level * per_level + i for level in (0, 1) for i in part}
+    cold, grpo = ([r["correct"] for r in sorted(headline, key=lambda r: r["index"])
+                   if r["stage"] == stage and r["index"] in idx] for stage in ("cold_start", "grpo"))
+    test = mcnemar(cold, grpo)
+    print(f"\ncpu-curriculum, the {name} {per_level // 2} + {per_level // 2} problems: {sum(cold)} -> {sum(grpo)} "
+          f"of {len(idx)} ({test.lora_only} gained, {test.base_only} lost; p = {test.p_value:.2g})")
+if len(sys.argv) > 1:
+    run_records = [r for r in records(Path(sys.argv[1]) / "eval_records.jsonl") if r["set"] == "problems"]
+    problems = eval_problem_set(CPU, len(run_records) // 6)  # three stages, two levels
+    by_stage = {(r["stage"], r["index"]): r for r in run_records}
+    lost = [i for i, p in enumerate(problems) if p.kind == "add" and by_stage["cold_start", i]["correct"]
+            and not by_stage["grpo", i]["correct"]]
+    print(f"\n{sys.argv[1]}: {len(lost)} addition problems the cold start got right and GRPO got wrong")
+    for i in lost:
+        print(f"\n[{i}] {problems[i].question}  (answer {problems[i].answer})")
+        for stage in ("cold_start", "grpo"):
+            print(f"  {stage}: " + by_stage[stage, i]["completion"].replace("\n", " | "))
+    print()
+    for ops in (1, 2):
+        for stage in ("cold_start", "grpo"):
+            texts = [by_stage[stage, i]["completion"] for i, p in enumerate(problems) if p.ops == ops]
+            two = sum(text.count("=") >= 2 for text in texts)
+            print(f"{ops}-operation problems, {stage}: {two} of {len(texts)} completions hold two or more '='")
