@@ -22,10 +22,15 @@ p.add_argument("--seed", type=int, default=3407); p.add_argument("--mid", type=i
 G = profiles.CPU.num_generations  # round 6: --gen is the group size G, --prompts the groups a step
 p.add_argument("--prompts", type=int, default=profiles.CPU.per_device_train_batch_size // G); p.add_argument("--gen", type=int, default=G)
 p.add_argument("--lr", type=float, default=profiles.CPU.learning_rate)
+# round 7: the operations of the prompts taken in turn in every batch, e.g. "1,1,2" (2/3 one-operation); default the profile's
+p.add_argument("--mix", default="")
 a = p.parse_args()
 out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
 prof = profiles.CPU.replace(max_steps=a.steps, num_iterations=a.iters, seed=a.seed, num_generations=a.gen,
                             per_device_train_batch_size=a.prompts * a.gen, learning_rate=a.lr)
+if a.mix:
+    from helpers.curriculum import Phase
+    prof = prof.replace(curriculum=(Phase(1.0, tuple((int(ops), 20) for ops in a.mix.split(","))),))
 dev = [q for ops in (1, 2) for q in make_problems(64, ops=ops, max_number=20, split="test", seed=12345)]
 kinds = ["1op"] * 64 + ["2op"] * 64
 from helpers.problems import problems_dataset
@@ -59,7 +64,7 @@ after = dev_correct(run.trainer.model, run.trainer.processing_class)
 t = mcnemar(cold, after)
 stages = [cold, after] if mid.correct is None else [cold, mid.correct, after]
 by = lambda xs, k: sum(x for x, kk in zip(xs, kinds) if kk == k)
-res = {"seed": a.seed, "steps": a.steps, "iters": a.iters, "prompts": a.prompts, "G": a.gen, "lr": a.lr, "train_s": round(secs, 1), "per_step_s": round(run.seconds_per_step, 1),
+res = {"mix": a.mix or "profile", "seed": a.seed, "steps": a.steps, "iters": a.iters, "prompts": a.prompts, "G": a.gen, "lr": a.lr, "train_s": round(secs, 1), "per_step_s": round(run.seconds_per_step, 1),
        "cold": sum(cold), "after": sum(after), "p": t.p_value,
        "gained": sum((not c) and d for c, d in zip(cold, after)), "lost": sum(c and not d for c, d in zip(cold, after)),
        "by_kind": {k: [by(xs, k) for xs in stages] for k in sorted(set(kinds))}}  # before, [step --mid,] after

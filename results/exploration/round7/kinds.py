@@ -28,16 +28,19 @@ for run in ("cpu-curriculum", "cpu-curriculum-seed1", "cpu-curriculum-seed2", "c
     for row in outcomes_by_kind(records(R / run / "eval_outcomes.jsonl"), problems):
         print(f"  {row['ops']} op  {row['kind']:10s} {row['cold_start']:2d} -> {row['grpo']:2d} of {row['n']}"
               f"  ({row['gained']:2d}, {row['lost']:2d}; p = {row['p']:.2g})")
-# The headline run on the set of earlier versions (the first 64 problems of each kind) and on the next ones
-headline = [r for r in records(R / "cpu-curriculum" / "eval_outcomes.jsonl") if r["set"] == "problems"]
-per_level = len(headline) // 6
-for name, part in (("first", range(0, per_level // 2)), ("next", range(per_level // 2, per_level))):
-    idx = {level * per_level + i for level in (0, 1) for i in part}
-    cold, grpo = ([r["correct"] for r in sorted(headline, key=lambda r: r["index"])
-                   if r["stage"] == stage and r["index"] in idx] for stage in ("cold_start", "grpo"))
-    test = mcnemar(cold, grpo)
-    print(f"\ncpu-curriculum, the {name} {per_level // 2} + {per_level // 2} problems: {sum(cold)} -> {sum(grpo)} "
-          f"of {len(idx)} ({test.lora_only} gained, {test.base_only} lost; p = {test.p_value:.2g})")
+# Each run on the set of earlier versions (the first 64 problems of each kind) and on the next ones
+for run in ("cpu-curriculum", "cpu-curriculum-seed1", "cpu-curriculum-seed2", "cpu-curriculum-placebo"):
+    outcomes = sorted((r for r in records(R / run / "eval_outcomes.jsonl") if r["set"] == "problems"),
+                      key=lambda r: r["index"])
+    per_level = len(outcomes) // 6
+    print()
+    for name, part in (("first", range(0, per_level // 2)), ("next", range(per_level // 2, per_level))):
+        idx = {level * per_level + i for level in (0, 1) for i in part}
+        cold, grpo = ([r["correct"] for r in outcomes if r["stage"] == stage and r["index"] in idx]
+                      for stage in ("cold_start", "grpo"))
+        test = mcnemar(cold, grpo)
+        print(f"{run}, the {name} {per_level // 2} + {per_level // 2} problems: {sum(cold)} -> {sum(grpo)} "
+              f"of {len(idx)} ({test.lora_only} gained, {test.base_only} lost; p = {test.p_value:.2g})")
 if len(sys.argv) > 1:
     run_records = [r for r in records(Path(sys.argv[1]) / "eval_records.jsonl") if r["set"] == "problems"]
     problems = eval_problem_set(CPU, len(run_records) // 6)  # three stages, two levels
