@@ -292,16 +292,17 @@ def outcomes_by_kind(records, problems, first: str = "cold_start", last: str = "
     ``last`` got (gained), only ``first`` got (lost), and McNemar's exact p (:func:`helpers.statistics.mcnemar`).
 
     Args:
-        records: the ``"problems"`` records of a run (``eval_records.jsonl`` or a reference run's
-            ``eval_outcomes.jsonl``): dicts with ``set``, ``stage``, ``index`` and ``correct``.
-        problems: the run's test problems in evaluation order (:func:`eval_problem_set` of its profile).
+        records: a run's records (``eval_records.jsonl`` or a reference run's ``eval_outcomes.jsonl``):
+            dicts with ``set``, ``stage``, ``index`` and ``correct``; only ``set == "problems"`` counts.
+        problems: the run's test problems in evaluation order (:func:`eval_problem_set` of its profile):
+            record ``index`` i is problem i.
 
     Returns:
         one row per kind, in order of first appearance: ``{"ops", "kind", "n", first, last, "gained",
         "lost", "p"}`` (counts of problems).
 
     Raises:
-        ValueError: a stage has no records, or its records do not number ``len(problems)``.
+        ValueError: a stage's problem records are not exactly the indices ``0 .. len(problems) - 1``.
     """
     from .statistics import mcnemar
 
@@ -309,8 +310,9 @@ def outcomes_by_kind(records, problems, first: str = "cold_start", last: str = "
     for stage in (first, last):
         rows = sorted((r for r in records if r.get("set") == "problems" and r["stage"] == stage),
                       key=lambda r: r["index"])
-        if len(rows) != len(problems):
-            raise ValueError(f"stage {stage!r} has {len(rows)} problem records for {len(problems)} problems")
+        if [r["index"] for r in rows] != list(range(len(problems))):
+            raise ValueError(f"stage {stage!r}: {len(rows)} problem records, not one for each of the "
+                             f"{len(problems)} problems (index 0 to {len(problems) - 1})")
         correct[stage] = [bool(r["correct"]) for r in rows]
     table = []
     for kind in dict.fromkeys(p.kind for p in problems):

@@ -170,5 +170,8 @@ def test_outcomes_by_kind_counts_gains_losses_and_p_per_kind():
     assert {k: (r["n"], r["cold_start"], r["grpo"], r["gained"], r["lost"]) for k, r in rows.items()} == {
         "add": (2, 2, 0, 0, 2), "sub": (2, 0, 2, 2, 0), "mul": (2, 1, 1, 0, 0), "div": (2, 0, 1, 1, 0)}
     assert rows["add"]["p"] == 0.5 and rows["mul"]["p"] == 1.0  # exact two-sided: 2 x (1/2)^2; no discordant pair
-    with pytest.raises(ValueError, match="has 8 problem records for 9 problems"):
+    with pytest.raises(ValueError, match="8 problem records, not one for each of the 9 problems"):
         outcomes_by_kind(records, make_problems(9, ops=1, split="test", seed=0))
+    shifted = [{**r, "index": r["index"] + 1} if r["stage"] == "grpo" else r for r in records]  # right count, wrong problems
+    with pytest.raises(ValueError, match="stage 'grpo'"):
+        outcomes_by_kind(shifted, problems)

@@ -32,10 +32,18 @@ cold = dev_records(model, tokenizer, "cold_start")
 del model
 for adapter in adapters:
     model, tokenizer = load_with_adapter(profiles.CPU, adapter, cold_dir)
-    rows = outcomes_by_kind(cold + dev_records(model, tokenizer, "grpo"), dev)
+    grpo = dev_records(model, tokenizer, "grpo")
+    rows = outcomes_by_kind(cold + grpo, dev)
     del model
     total = [sum(r[k] for r in rows) for k in ("cold_start", "grpo")]
     print(f"{adapter}: {total[0]} -> {total[1]} of {len(dev)}")
     for row in rows:
         print(f"  {row['ops']} op  {row['kind']:10s} {row['cold_start']:2d} -> {row['grpo']:2d} of {row['n']}"
               f"  ({row['gained']:2d}, {row['lost']:2d}; p = {row['p']:.2g})", flush=True)
+    correct = {(r["stage"], r["index"]): r["correct"] for r in cold + grpo}
+    cells = []
+    for marker in (" buys ", " puts ", " picked "):  # the three wordings of helpers.problems._add
+        idx = [i for i, q in enumerate(dev) if q.kind == "add" and marker in q.question]
+        cells.append(f"{marker.strip()} {sum(correct['cold_start', i] for i in idx)} -> "
+                     f"{sum(correct['grpo', i] for i in idx)} of {len(idx)}")
+    print("  additions by wording: " + "; ".join(cells), flush=True)

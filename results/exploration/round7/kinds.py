@@ -41,6 +41,21 @@ for run in ("cpu-curriculum", "cpu-curriculum-seed1", "cpu-curriculum-seed2", "c
         test = mcnemar(cold, grpo)
         print(f"{run}, the {name} {per_level // 2} + {per_level // 2} problems: {sum(cold)} -> {sum(grpo)} "
               f"of {len(idx)} ({test.lora_only} gained, {test.base_only} lost; p = {test.p_value:.2g})")
+# Additions by wording (helpers.problems._add has three): "X has a. He buys b more. ... now?" reads like the
+# two-operation a + b - c problems ("X has a. He buys b more and then gives c to Y. ... now?")
+WORDINGS = {"buys b more ... now?": " buys ", "puts b more in a box ... now?": " puts ", "picked a and b ... in all?": " picked "}
+print()
+for run in ("cpu-curriculum", "cpu-curriculum-seed1", "cpu-curriculum-seed2", "cpu-curriculum-placebo"):
+    n = load_summary(R / run)["profile"]["eval_problems"]
+    problems = eval_problem_set(CPU, n)
+    correct = {(r["stage"], r["index"]): r["correct"] for r in records(R / run / "eval_outcomes.jsonl")
+               if r["set"] == "problems"}
+    cells = []
+    for wording, marker in WORDINGS.items():
+        idx = [i for i, p in enumerate(problems) if p.kind == "add" and marker in p.question]
+        cells.append(f"{wording} {sum(correct['cold_start', i] for i in idx)} -> "
+                     f"{sum(correct['grpo', i] for i in idx)} of {len(idx)}")
+    print(f"{run}, additions by wording: " + "; ".join(cells))
 if len(sys.argv) > 1:
     run_records = [r for r in records(Path(sys.argv[1]) / "eval_records.jsonl") if r["set"] == "problems"]
     problems = eval_problem_set(CPU, len(run_records) // 6)  # three stages, two levels
