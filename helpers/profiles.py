@@ -11,7 +11,7 @@
   operation and 80 with two, batch 2, lr 3e-4). Then 12 GRPO steps of 16 prompts x 8 completions
   x 100 tokens at T = 0.6 and lr 3e-4, beta = 0 and advantages not divided by the group's std, on
   one- and two-operation problems mixed in every batch (:mod:`helpers.curriculum`); held-out
-  accuracy on 32 test problems every 4 steps; a greedy evaluation on 64 + 64 test problems and 32
+  accuracy on 32 test problems every 4 steps; a greedy evaluation on 128 + 128 test problems and 32
   GSM8K test questions. The values come from exploratory runs on a separate development set
   (``results/exploration/README.md``, round 3): the cold start's two-operation examples lifted
   two-operation accuracy most; with 4 or 8 prompts a step GRPO lost accuracy (47 -> 34 and 36 of
