@@ -56,6 +56,19 @@ for run in ("cpu-curriculum", "cpu-curriculum-seed1", "cpu-curriculum-seed2", "c
         cells.append(f"{wording} {sum(correct['cold_start', i] for i in idx)} -> "
                      f"{sum(correct['grpo', i] for i in idx)} of {len(idx)}")
     print(f"{run}, additions by wording: " + "; ".join(cells))
+# pass@k's one-operation drop (pass_at_k.json: right samples of 8 per problem, the first 32 problems of each
+# difficulty) against the greedy outcome of the same problems
+passk_file = json.loads((R / "cpu-curriculum" / "pass_at_k.json").read_text())
+passk, samples = passk_file["stages"], passk_file["settings"]["n"]
+greedy = {(r["stage"], r["index"]): r["correct"] for r in records(R / "cpu-curriculum" / "eval_outcomes.jsonl")
+          if r["set"] == "problems"}
+print()
+for stage in ("cold_start", "grpo"):
+    counts = passk[stage]["1 op up to 20"]["correct_counts"]
+    wrong = [i for i in range(len(counts)) if not greedy[stage, i]]
+    print(f"pass@k, 1 op, {stage}: {sum(counts)} right samples of {samples * len(counts)}; on the {len(wrong)} problems greedy "
+          f"gets wrong {sum(counts[i] for i in wrong)} right samples ({sum(counts[i] > 0 for i in wrong)} problems at least once), "
+          f"on the others {sum(counts) - sum(counts[i] for i in wrong)}")
 if len(sys.argv) > 1:
     run_records = [r for r in records(Path(sys.argv[1]) / "eval_records.jsonl") if r["set"] == "problems"]
     problems = eval_problem_set(CPU, len(run_records) // 6)  # three stages, two levels
