@@ -21,16 +21,19 @@ def records(path):
     return [json.loads(line) for line in Path(path).read_text().splitlines()]
 
 
-for run in ("cpu-curriculum", "cpu-curriculum-seed1", "cpu-curriculum-seed2", "cpu-curriculum-placebo"):
+RUNS = ("cpu-curriculum", "cpu-curriculum-seed1", "cpu-curriculum-seed2", "cpu-curriculum-placebo")
+OUTCOMES = {run: records(R / run / "eval_outcomes.jsonl") for run in RUNS}  # each file read once
+
+for run in RUNS:
     n = load_summary(R / run)["profile"]["eval_problems"]
     problems = eval_problem_set(CPU, n)
     print(f"{run} ({len(problems)} problems): kind  cold start -> GRPO (gained, lost; McNemar p)")
-    for row in outcomes_by_kind(records(R / run / "eval_outcomes.jsonl"), problems):
+    for row in outcomes_by_kind(OUTCOMES[run], problems):
         print(f"  {row['ops']} op  {row['kind']:10s} {row['cold_start']:2d} -> {row['grpo']:2d} of {row['n']}"
               f"  ({row['gained']:2d}, {row['lost']:2d}; p = {row['p']:.2g})")
 # Each run on the set of earlier versions (the first 64 problems of each kind) and on the next ones
-for run in ("cpu-curriculum", "cpu-curriculum-seed1", "cpu-curriculum-seed2", "cpu-curriculum-placebo"):
-    outcomes = sorted((r for r in records(R / run / "eval_outcomes.jsonl") if r["set"] == "problems"),
+for run in RUNS:
+    outcomes = sorted((r for r in OUTCOMES[run] if r["set"] == "problems"),
                       key=lambda r: r["index"])
     per_level = len(outcomes) // 6
     print()
@@ -45,10 +48,10 @@ for run in ("cpu-curriculum", "cpu-curriculum-seed1", "cpu-curriculum-seed2", "c
 # two-operation a + b - c problems ("X has a. He buys b more and then gives c to Y. ... now?")
 WORDINGS = {"buys b more ... now?": " buys ", "puts b more in a box ... now?": " puts ", "picked a and b ... in all?": " picked "}
 print()
-for run in ("cpu-curriculum", "cpu-curriculum-seed1", "cpu-curriculum-seed2", "cpu-curriculum-placebo"):
+for run in RUNS:
     n = load_summary(R / run)["profile"]["eval_problems"]
     problems = eval_problem_set(CPU, n)
-    correct = {(r["stage"], r["index"]): r["correct"] for r in records(R / run / "eval_outcomes.jsonl")
+    correct = {(r["stage"], r["index"]): r["correct"] for r in OUTCOMES[run]
                if r["set"] == "problems"}
     cells = []
     for wording, marker in WORDINGS.items():
@@ -60,7 +63,7 @@ for run in ("cpu-curriculum", "cpu-curriculum-seed1", "cpu-curriculum-seed2", "c
 # difficulty) against the greedy outcome of the same problems
 passk_file = json.loads((R / "cpu-curriculum" / "pass_at_k.json").read_text())
 passk, samples = passk_file["stages"], passk_file["settings"]["n"]
-greedy = {(r["stage"], r["index"]): r["correct"] for r in records(R / "cpu-curriculum" / "eval_outcomes.jsonl")
+greedy = {(r["stage"], r["index"]): r["correct"] for r in OUTCOMES["cpu-curriculum"]
           if r["set"] == "problems"}
 print()
 for stage in ("cold_start", "grpo"):
