@@ -51,7 +51,7 @@ def test_grpo_config_states_the_objective(tmp_path, name):
     profile = PROFILES[name]
     config = build_grpo_config(profile, tmp_path)
     assert (config.loss_type, config.beta, config.epsilon, config.scale_rewards) == \
-        (("grpo", 0.0, 0.2, "none") if name == "cpu" else ("grpo", 0.04, 0.2, "group"))
+        (("grpo", 0.0, 0.2, "group") if name == "cpu" else ("grpo", 0.04, 0.2, "group"))
     assert (config.num_generations, config.max_completion_length) == \
         (profile.num_generations, profile.max_completion_length)
     assert config.report_to == []  # "none": nothing is sent anywhere unless asked
@@ -73,7 +73,7 @@ def test_cpu_profile_is_the_measured_learning_run():
             cpu.cold_start_batch_size, cpu.cold_start_learning_rate) == (40, 120, 2 / 3, 2, 3e-4)
     assert (cpu.num_generations, cpu.per_device_train_batch_size, cpu.max_completion_length) == (8, 128, 100)
     assert (cpu.max_steps, cpu.learning_rate, cpu.temperature) == (12, 3e-4, 0.6)
-    assert (cpu.beta, cpu.scale_rewards, cpu.loss_type) == (0.0, "none", "grpo")
+    assert (cpu.beta, cpu.scale_rewards, cpu.loss_type) == (0.0, "group", "grpo")
     assert (cpu.eval_questions, cpu.eval_problems, cpu.heldout_problems) == (32, 128, 32)
     assert cpu.fast_rollouts and cpu.curriculum == (Phase(1.0, ((1, 20), (2, 20))),)
     assert PROFILES["t4"].cold_start_examples == 0 and not PROFILES["t4"].curriculum

@@ -24,10 +24,15 @@ p.add_argument("--prompts", type=int, default=profiles.CPU.per_device_train_batc
 p.add_argument("--lr", type=float, default=profiles.CPU.learning_rate)
 # round 7: the operations of the prompts taken in turn in every batch, e.g. "1,1,2" (2/3 one-operation); default the profile's
 p.add_argument("--mix", default="")
+# round 8: the KL penalty's weight (DeepSeekMath eq. 3-4, k3 to the cold start); default the profile's 0
+p.add_argument("--beta", type=float, default=profiles.CPU.beta)
+# round 8: advantages divided by the group's std ("group", DeepSeekMath eq. 3) or not ("none", the profile's)
+p.add_argument("--scale", default=profiles.CPU.scale_rewards)
 a = p.parse_args()
 out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
 prof = profiles.CPU.replace(max_steps=a.steps, num_iterations=a.iters, seed=a.seed, num_generations=a.gen,
-                            per_device_train_batch_size=a.prompts * a.gen, learning_rate=a.lr)
+                            per_device_train_batch_size=a.prompts * a.gen, learning_rate=a.lr,
+                            beta=a.beta, scale_rewards=a.scale)
 if a.mix:
     from helpers.curriculum import Phase
     prof = prof.replace(curriculum=(Phase(1.0, tuple((int(ops), 20) for ops in a.mix.split(","))),))
@@ -64,7 +69,7 @@ after = dev_correct(run.trainer.model, run.trainer.processing_class)
 t = mcnemar(cold, after)
 stages = [cold, after] if mid.correct is None else [cold, mid.correct, after]
 by = lambda xs, k: sum(x for x, kk in zip(xs, kinds) if kk == k)
-res = {"mix": a.mix or "profile", "seed": a.seed, "steps": a.steps, "iters": a.iters, "prompts": a.prompts, "G": a.gen, "lr": a.lr, "train_s": round(secs, 1), "per_step_s": round(run.seconds_per_step, 1),
+res = {"mix": a.mix or "profile", "seed": a.seed, "steps": a.steps, "iters": a.iters, "prompts": a.prompts, "G": a.gen, "lr": a.lr, "beta": a.beta, "scale_rewards": a.scale, "train_s": round(secs, 1), "per_step_s": round(run.seconds_per_step, 1),
        "cold": sum(cold), "after": sum(after), "p": t.p_value,
        "gained": sum((not c) and d for c, d in zip(cold, after)), "lost": sum(c and not d for c, d in zip(cold, after)),
        "by_kind": {k: [by(xs, k) for xs in stages] for k in sorted(set(kinds))}}  # before, [step --mid,] after
