@@ -311,7 +311,7 @@ def get_profile(name: str | None = None, verbose: bool = True, **overrides) -> P
     profile = PROFILES[chosen].replace(**overrides) if overrides else PROFILES[chosen]
     if verbose and profile.name == "cpu":
         print(f"Using the CPU profile ({reason}): SmolLM2-135M-Instruct, "
-              "cold start + GRPO + evaluation at a size 2 CPU cores finish in about 17 minutes.")
+              "cold start + GRPO + evaluation at a size 2 CPU cores finish in about 18 minutes.")
     elif verbose:
         print(f"Using the {profile.name} profile ({reason}): {profile.description}")
     return profile

@@ -66,10 +66,10 @@ for n in (128, 256, 512, 768):
 for net in (8, 12, 17, 20):
     print(f"net effect {net:+d} of 128 (same d): P(p < 0.01 on 128) = {power(128, d, net / 128):.2f}")
 
-# Round 6 (G = 8, the cpu profile since commit 33b2ff1): the reference runs results/cpu-curriculum{,-seed1,-seed2}
-# and round 6's development-set runs round6/g8-s*, pooled the same way.
+# Round 6 (G = 8, the cpu profile from commit 33b2ff1 to round 8): its reference runs, now in
+# round8/unscaled-reference/cpu-curriculum{,-seed1,-seed2}, and round 6's development-set runs round6/g8-s*, pooled the same way.
 print("\nG = 8:")
-g8 = read_runs([R / name for name in SEEDS], sorted((EXP / "round6").glob("g8-s*")))
+g8 = read_runs([EXP / "round8" / "unscaled-reference" / name for name in SEEDS], sorted((EXP / "round6").glob("g8-s*")))
 show(g8)
 d8, delta8 = pooled(g8)
 for n in (128, 256):

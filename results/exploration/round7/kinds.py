@@ -5,16 +5,23 @@ Prints, for every committed reference run, cold start -> GRPO per kind of test p
 (`outputs/grpo-cpu`, uncommitted: its records hold the completions), the one-operation addition
 problems the cold start got right and GRPO got wrong, with both completions (course-written
 problems, no GSM8K text). Run from the repository root:
-    python results/exploration/round7/kinds.py [outputs/grpo-cpu] > results/exploration/round7/kinds.txt"""
+    python results/exploration/round7/kinds.py [outputs/grpo-cpu] > results/exploration/round7/kinds.txt
+The reference runs it read were in results/ then; round 8 moved them to round8/unscaled-reference
+(``--root``, the default) and put the std-scaled runs in results/: ``--root results`` reads those
+(round8/kinds.txt)."""
+import argparse
 import json
-import sys
 from pathlib import Path
 
 from helpers.pipeline import eval_problem_set, load_summary, outcomes_by_kind
 from helpers.profiles import CPU
 from helpers.statistics import mcnemar
 
-R = Path("results")
+parser = argparse.ArgumentParser()
+parser.add_argument("run_dir", nargs="?", help="the headline run's folder, whose records hold the completions")
+parser.add_argument("--root", default="results/exploration/round8/unscaled-reference")
+args = parser.parse_args()
+R = Path(args.root)
 
 
 def records(path):
@@ -72,13 +79,13 @@ for stage in ("cold_start", "grpo"):
     print(f"pass@k, 1 op, {stage}: {sum(counts)} right samples of {samples * len(counts)}; on the {len(wrong)} problems greedy "
           f"gets wrong {sum(counts[i] for i in wrong)} right samples ({sum(counts[i] > 0 for i in wrong)} problems at least once), "
           f"on the others {sum(counts) - sum(counts[i] for i in wrong)}")
-if len(sys.argv) > 1:
-    run_records = [r for r in records(Path(sys.argv[1]) / "eval_records.jsonl") if r["set"] == "problems"]
+if args.run_dir:
+    run_records = [r for r in records(Path(args.run_dir) / "eval_records.jsonl") if r["set"] == "problems"]
     problems = eval_problem_set(CPU, len(run_records) // 6)  # three stages, two levels
     by_stage = {(r["stage"], r["index"]): r for r in run_records}
     lost = [i for i, p in enumerate(problems) if p.kind == "add" and by_stage["cold_start", i]["correct"]
             and not by_stage["grpo", i]["correct"]]
-    print(f"\n{sys.argv[1]}: {len(lost)} addition problems the cold start got right and GRPO got wrong")
+    print(f"\n{args.run_dir}: {len(lost)} addition problems the cold start got right and GRPO got wrong")
     for i in lost:
         print(f"\n[{i}] {problems[i].question}  (answer {problems[i].answer})")
         for stage in ("cold_start", "grpo"):
