@@ -18,7 +18,7 @@
   128), with 16 prompts at lr 3e-4 it gained (47 -> 55, p = 0.15), at lr 5e-4 it lost (47 -> 42);
   std-scaled advantages paid groups that differed in format only. Round 6: groups of 8 instead of
   4 gained more on three seeds (43 -> 55 of 128 on each; G = 4: +5, +8, +10). Round 8: advantages divided by
-  the group's std kept the additions that unscaled advantages traded for subtractions (64 more
+  the group's std lost fewer of the additions that unscaled advantages traded for subtractions (64 more
   development additions: 54 -> 53, 45, 53 against 54 -> 30, 33, 45 on seeds 3407, 1, 2), gaining as much
   on the development set (+12, +0, +21 against +9, +8, +17). :func:`format_recipe` is the first CPU recipe, which taught the format only.
 
@@ -28,7 +28,7 @@ to DAPO's token-level loss with beta = 0). The course trains what it teaches, De
 group-normalised advantages (``scale_rewards="group"``), clip range epsilon = 0.2 and a KL penalty
 to the reference model with the k3 estimator (eq. 4) weighted by beta = 0.04. The ``cpu`` profile
 departs from it where its measurements said so: beta = 0 (no reference model; TRL's default and
-DAPO's, Yu et al. 2025; with beta = 0.04 a step took 99 s instead of 77 s, round 8). Its advantages were
+DAPO's, Yu et al. 2025; with beta = 0.04 the first step took 99 s against 77 s, round 8). Its advantages were
 not divided by the std (``scale_rewards="none"``, Dr. GRPO, Liu et al. 2025) from round 3 to round 8.
 
 Two more GPU profiles (neither has been run on a GPU yet; both are built and tested on CPU):
