@@ -26,7 +26,7 @@ p.add_argument("--lr", type=float, default=profiles.CPU.learning_rate)
 p.add_argument("--mix", default="")
 # round 8: the KL penalty's weight (DeepSeekMath eq. 3-4, k3 to the cold start); default the profile's 0
 p.add_argument("--beta", type=float, default=profiles.CPU.beta)
-# round 8: advantages divided by the group's std ("group", DeepSeekMath eq. 3) or not ("none", the profile's)
+# round 8: advantages divided by the group's std ("group", DeepSeekMath eq. 3; the profile's since round 8) or not ("none")
 p.add_argument("--scale", default=profiles.CPU.scale_rewards)
 a = p.parse_args()
 out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
