@@ -15,11 +15,11 @@ export GSM8K_DIR
 
 venv: $(STAMP)
 
-$(STAMP): requirements-common.txt requirements-cpu.txt requirements-nodeps.txt requirements-cpu-nodeps.txt pyproject.toml
+$(STAMP): requirements/common.txt requirements/cpu.txt requirements/nodeps.txt requirements/cpu-nodeps.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -r requirements-cpu.txt
-	$(BIN)/pip install -q --no-deps -r requirements-nodeps.txt -r requirements-cpu-nodeps.txt
+	$(BIN)/pip install -q -r requirements/cpu.txt
+	$(BIN)/pip install -q --no-deps -r requirements/nodeps.txt -r requirements/cpu-nodeps.txt
 	$(BIN)/pip install -q --no-deps -e .
 	touch $(STAMP)
 

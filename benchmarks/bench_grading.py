@@ -16,8 +16,8 @@ import os
 import time
 from pathlib import Path
 
-from helpers import grading
-from helpers.data import extract_hash_answer
+from helpers import grading, symbolic
+from helpers.data.gsm8k import extract_hash_answer
 from helpers.grading import extract_answer, is_equivalent
 
 from grader_vs_suites import load_cases, ours as suite_ours, plain_math_verify as suite_math_verify
@@ -51,7 +51,7 @@ def external_cases() -> list[dict]:
 
 
 def row(name, grade, texts, golds, expected) -> None:
-    grading._VERDICTS.clear()  # no cached Math-Verify verdicts from the warm-up
+    symbolic.VERDICT_CACHE.clear()  # no cached Math-Verify verdicts from the warm-up
     start = time.perf_counter()
     results = grade(texts, golds)
     seconds = time.perf_counter() - start

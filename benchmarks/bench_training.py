@@ -1,4 +1,4 @@
-"""A GRPO step of ``helpers.training.train`` (``CourseGRPOTrainer``) vs a plain TRL ``GRPOTrainer`` script
+"""A GRPO step of ``helpers.training.trainer.train`` (``CourseGRPOTrainer``) vs a plain TRL ``GRPOTrainer`` script
 at the same sizes, with where each step's time goes; and ``train_cold_start`` vs a plain ``SFTTrainer``.
 
 GRPO: both sides start from the same policy (a merged cold start, ``--model``, else SmolLM2-135M-Instruct:
@@ -35,13 +35,13 @@ os.environ.setdefault("GSM8K_DIR", str(DEFAULT_DIR))
 import torch  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 
-from helpers import rollouts  # noqa: E402
-from helpers.cold_start import build_sft_config, build_sft_dataset, train_cold_start  # noqa: E402
-from helpers.models import load_model  # noqa: E402
-from helpers.problems import make_problems, problems_dataset  # noqa: E402
-from helpers.profiles import PROFILES  # noqa: E402
+from helpers.training import fast_rollouts  # noqa: E402
+from helpers.training.cold_start import build_sft_config, build_sft_dataset, train_cold_start  # noqa: E402
+from helpers.training.models import load_model  # noqa: E402
+from helpers.data.problems import make_problems, problems_dataset  # noqa: E402
+from helpers.training.profiles import PROFILES  # noqa: E402
 from helpers.rewards import REWARD_FUNCS  # noqa: E402
-from helpers.training import build_grpo_config, train  # noqa: E402
+from helpers.training.trainer import build_grpo_config, train  # noqa: E402
 
 PARTS = ("generation", "log-probs, no grad", "backward")
 
@@ -69,8 +69,8 @@ def part_timers(parts: dict):
     import accelerate
     import trl.trainer.grpo_trainer as grpo
 
-    originals = (grpo.GRPOTrainer._get_per_token_logps_and_entropies, rollouts.shared_prompt_logps,
-                 rollouts.sample, accelerate.Accelerator.backward, grpo.GRPOTrainer.training_step)
+    originals = (grpo.GRPOTrainer._get_per_token_logps_and_entropies, fast_rollouts.shared_prompt_logps,
+                 fast_rollouts.sample, accelerate.Accelerator.backward, grpo.GRPOTrainer.training_step)
     current = {}
 
     def timed(fn, key, when=lambda: True):
@@ -84,8 +84,8 @@ def part_timers(parts: dict):
 
     no_grad = lambda: not torch.is_grad_enabled()  # noqa: E731
     grpo.GRPOTrainer._get_per_token_logps_and_entropies = timed(originals[0], PARTS[1], no_grad)
-    rollouts.shared_prompt_logps = timed(originals[1], PARTS[1], no_grad)
-    rollouts.sample = timed(originals[2], PARTS[0])
+    fast_rollouts.shared_prompt_logps = timed(originals[1], PARTS[1], no_grad)
+    fast_rollouts.sample = timed(originals[2], PARTS[0])
     accelerate.Accelerator.backward = timed(originals[3], PARTS[2])
 
     def step(self, *args, **kwargs):
@@ -99,7 +99,7 @@ def part_timers(parts: dict):
     try:
         yield
     finally:
-        (grpo.GRPOTrainer._get_per_token_logps_and_entropies, rollouts.shared_prompt_logps, rollouts.sample,
+        (grpo.GRPOTrainer._get_per_token_logps_and_entropies, fast_rollouts.shared_prompt_logps, fast_rollouts.sample,
          accelerate.Accelerator.backward, grpo.GRPOTrainer.training_step) = originals
 
 
@@ -125,7 +125,7 @@ def plain_grpo(profile, dataset, out, model_path, times, parts) -> None:
 
 
 def ours_grpo(profile, dataset, out, model_path, times, parts) -> None:
-    """``helpers.training.train``: CourseGRPOTrainer plus metrics CSV, curves and adapter save."""
+    """``helpers.training.trainer.train``: CourseGRPOTrainer plus metrics CSV, curves and adapter save."""
     with part_timers(parts):
         train(profile, dataset=dataset, output_dir=out, model_path=model_path, callbacks=[times], resume=False)
 
@@ -136,18 +136,19 @@ class _Steps:  # what StepTimes records, for the scratch sides
 
 
 def scratch_grpo(profile, dataset, out, model_path, times, parts, share_prompt: bool = False) -> None:
-    """``helpers.scratch.train`` at the profile's sizes and GRPO settings (no held-out evaluation)."""
-    from helpers import scratch
+    """``helpers.loop.train_from_scratch`` at the profile's sizes and GRPO settings (no held-out evaluation)."""
+    from helpers import loop
+    from helpers.training import loop_runs
 
-    config = scratch.ScratchConfig(
-        stage="bench", scale_std=profile.scale_rewards == "group", num_iterations=profile.num_iterations,
+    config = loop.LoopConfig(
+        variant="bench", scale_std=profile.scale_rewards == "group", num_iterations=profile.num_iterations,
         epsilon=profile.epsilon, beta=profile.beta, loss_type=profile.loss_type,
         prompts_per_step=profile.per_device_train_batch_size // profile.num_generations,
         num_generations=profile.num_generations, max_new_tokens=profile.max_completion_length,
         temperature=profile.temperature, top_p=profile.top_p, learning_rate=profile.learning_rate,
         weight_decay=profile.weight_decay, adam_betas=(profile.adam_beta1, profile.adam_beta2),
         max_grad_norm=profile.max_grad_norm, steps=profile.max_steps, seed=profile.seed, heldout_problems=0,
-        share_prompt=share_prompt, log_kl=profile.beta > 0)  # a reference pass only where TRL makes one
+        log_kl=profile.beta > 0)  # a reference pass only where TRL makes one
     torch.manual_seed(profile.seed)
     model, tokenizer = load_model(profile, model_path)
     backward, spent = torch.Tensor.backward, []
@@ -160,7 +161,8 @@ def scratch_grpo(profile, dataset, out, model_path, times, parts, share_prompt: 
 
     torch.Tensor.backward = timed_backward
     try:
-        run = scratch.train(model, tokenizer, config, prompts=list(dataset), heldout=[], output_dir=out)
+        run = loop_runs.run_loop(model, tokenizer, config, prompts=list(dataset), heldout=[], output_dir=out,
+                                 share_prompt=share_prompt)
     finally:
         torch.Tensor.backward = backward
     for row, seconds in zip(run.rows, spent):  # one backward per step

@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
 import torch
+from helpers.training.cold_start import format_solution
+from helpers.data.gsm8k import extract_hash_answer, make_prompt, read_rows
+from helpers.grpo import completion_mask as mask_after_eos
 
-from .cold_start import format_solution
-from .data import extract_hash_answer, make_prompt, read_rows
-from .grpo import completion_mask as mask_after_eos
 
 LABELS = ("right", "stops a step early", "right, no tags", "cut off")
 
@@ -45,7 +44,7 @@ class RunningExample:
         completion_ids: ``(G, C)`` int64, right-padded with the pad token (EOS if none); ``C`` = the
             length limit.
         completion_mask: ``(G, C)`` int64, 1 up to and including the first EOS (TRL's mask).
-        source: where the question came from (:func:`helpers.data.read_rows`).
+        source: where the question came from (:func:`helpers.data.gsm8k.read_rows`).
     """
 
     question: str

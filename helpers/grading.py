@@ -19,27 +19,16 @@ Fail-closed rule: whenever we cannot be sure, the answer is *not* equivalent (``
 
 from __future__ import annotations
 
-import ast
-import atexit
-import json
 import math
-import operator
-import os
-import queue
 import re
-import subprocess
-import sys
-import threading
 import unicodedata
 import warnings
-from decimal import Decimal, localcontext
 from fractions import Fraction
+from helpers.numbers import FRAC_RE, MAX_ANSWER_CHARS, NUMBER_PATTERN, SCALED_RE, WORD_RE, expand_scaled, frac_to_slash, parse_number, plain_number, words_to_digits
+from helpers.symbolic import symbolic_verdict
 
-from text_to_num import Token, find_numbers
 
 SYMBOLIC_TIMEOUT_S = 1.0  # time limit for one Math-Verify comparison
-MAX_ANSWER_CHARS = 500  # longer answers are not graded (fail closed)
-_WORKER_START_TIMEOUT_S = 60.0  # importing sympy in a fresh process on a busy machine
 
 
 class GradingWarning(UserWarning):
@@ -48,6 +37,8 @@ class GradingWarning(UserWarning):
 
 # --------------------------------------------------------------------------- extraction
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])\s*")
+
+
 _BARE_BOX_RE = re.compile(r"[-+]?[\w.,/]*\w")  # what "\boxed 5" boxes: one bare token
 
 
@@ -136,58 +127,83 @@ _UNICODE = {  # minus signs, special spaces, vulgar fractions
     "\u2212": "-", "\u2013": "-", "\u00a0": " ", "\u2009": " ", "\u202f": " ",
     "\u00bd": " 1/2", "\u00bc": " 1/4", "\u00be": " 3/4", "\u2153": " 1/3", "\u2154": " 2/3",
 }
+
+
 _DROP = ("**", "__", "\\$", "$", "\\(", "\\)", "\\[", "\\]", "\\%", "%", "\\!", "\\,", "\\;",
          "\\:", "^\\circ", "^{\\circ}", "\u00b0", "\\left", "\\right")
+
+
 _CURRENCY_RE = re.compile(r"\\(?:euro|pounds|yen|text(?:dollar|sterling|euro|yen|cent))"
                           r"(?![A-Za-z])")
+
+
 _TEXT_RE = re.compile(r"\\(?:text|textbf|textrm|textit|textnormal|textsf|mathrm|mathbf|mathit"
                       r"|mbox)\s*\{([^{}]*)\}")
+
+
 _CHAT_TOKEN_RE = re.compile(r"<\|[a-z_]+\|>.*", re.DOTALL)  # <|im_end|>, <|im_start|>user ...
+
+
 _CUE_RE = re.compile(r"\banswer\s*(?:is\b\s*:?|:)|^\s*(?:final\s+)?answer\b\s*:?", re.IGNORECASE)
+
+
 _MINERVA_END_RE = re.compile(r"\s*I hope it is correct\.?\s*$")  # Minerva's answer format
+
+
 _CONCLUSION_RE = re.compile(r"(?<![A-Za-z])(?:Therefore|Thus|Hence|So)\b")
+
+
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z$\\])")
+
+
 _DIGIT_RE = re.compile(r"\d")
+
+
 _EQUALS_RE = re.compile(r"(?<![<>!])=")  # not the "=" of <=, >=, !=
+
+
 _LETTER = r"(?<![A-Za-z\\])[A-Za-z](?![A-Za-z])"  # a single letter: not a word, not \command
+
+
 _ALGEBRA_RE = re.compile(rf"{_LETTER}\s*[-+*/^(]|[-+*/^)]\s*{_LETTER}|\d\s*{_LETTER}")
+
+
 _VARIABLE_RE = re.compile(rf"\s*({_LETTER}(?:_\{{?\w+\}}?)?(?:\({_LETTER}\))?)\s*")  # x, x_1, f(x)
+
+
 _APPROX_RE = re.compile(r"\\approx(?![A-Za-z])|\u2248")
+
+
 _GLUED_UNIT_RE = re.compile(r"(?<=\d)(?=[A-Za-z]{2,})")  # 18dollars -> 18 dollars
+
+
 _UNIT_POWER_RE = re.compile(r"(\d\s*)([A-Za-z]{2,}|m)\s*(?:\^\s*\{?\s*[23]\s*\}?|[\u00b2\u00b3])")
+
+
 # a variable or function named between words: "the largest n is 34", "the domain of f(x) is 19"
 _NAMED_VARIABLE_RE = re.compile(r"(?<=[A-Za-z]{2} )[A-Za-z](?:\([A-Za-z]\))?(?= [A-Za-z]{2})")
-_FRAC_RE = re.compile(r"\\[dt]?frac\s*(?:\{\s*([-+]?\d+)\s*\}|(\d))\s*(?:\{\s*(\d+)\s*\}|(\d))")
-_THOUSANDS_RE = re.compile(r"[-+]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?")  # not 0,500: a decimal
+
+
 _SPACE_THOUSANDS_RE = re.compile(r"[-+]?[1-9]\d{0,2}(?: \d{3})+(?:\.\d+)?")  # 1 000 000
-_DECIMAL_COMMA_RE = re.compile(r"[-+]?\d+,\d+")  # one comma, not thousands: 3,5  0,111  1000,99
-# 1,234.5 (proper groups), 18, 2,74 (a decimal comma), .5
-_NUM = r"(?:(?:[1-9]\d{0,2}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?|\d+,\d+|\.\d+)"
-_MAGNITUDES = {"hundred": 100, "thousand": 10**3, "million": 10**6, "billion": 10**9,
-               "trillion": 10**12, "dozen": 12}
-_SCALED_RE = re.compile(rf"(?<![\w.,])({_NUM})(?:[eE]([-+]?\d{{1,3}})(?![\w.])"
-                        rf"|((?:\s*(?:{'|'.join(_MAGNITUDES)})s?\b)+))", re.IGNORECASE)
-_WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")  # a word; LaTeX commands are not words
+
+
 # A number in a sentence: 18, -3, 1,234.5, 3/4, 2 1/2 (a rate unit may follow: 18/hour).
 _NUMBER_IN_TEXT_RE = re.compile(rf"(?<![\w.,/])[-+]?(?:\d+\s+\d+\s*/\s*\d+"
-                                rf"|{_NUM}(?:\s*/\s*{_NUM})?)(?!\w|[.,]\d|\s*/\s*[\d.])")
+                                rf"|{NUMBER_PATTERN}(?:\s*/\s*{NUMBER_PATTERN})?)(?!\w|[.,]\d|\s*/\s*[\d.])")
+
+
 _SENTENCE_RE = re.compile(r"[A-Za-z'\s\",.;:!?()/-]*")  # what may surround the number(s)
+
+
 _MATH_WORDS = {"pi", "sqrt", "e", "i", "inf", "infty", "mod", "log", "ln", "sin", "cos", "tan"}
+
+
 _VALUE_WORDS = {  # they change the number next to them, so a sentence holding one fails closed
     "not", "no", "never", "nor", "cannot", "wrong", "incorrect", "or", "than", "less", "more",
     "fewer", "least", "most", "over", "under", "above", "below", "about", "around", "roughly",
     "approximately", "nearly", "almost", "between", "plus", "minus", "negative", "times",
     "twice", "double", "triple", "half", "halves", "third", "thirds", "quarter", "quarters",
     "square", "squared", "cube", "cubed", "root", "power"}
-
-
-def _plain_number(n: str) -> str:
-    """A number as written -> as parsed: thousands commas dropped (``1,234`` -> ``1234``), a
-    decimal comma made a point (``2,74`` -> ``2.74``, ``0,500`` -> ``0.500``), spaces squeezed."""
-    n = " ".join(n.split())
-    if _THOUSANDS_RE.fullmatch(n):
-        return n.replace(",", "")
-    return n.replace(",", ".") if _DECIMAL_COMMA_RE.fullmatch(n) else n
 
 
 def _final_statement(s: str) -> str:
@@ -243,46 +259,6 @@ def _unit_power(m: re.Match) -> str:
     return m.group() if m.group(2).lower() in _MATH_WORDS else m.group(1) + m.group(2)
 
 
-def _frac_to_slash(m: re.Match) -> str:
-    num, den = m.group(1) or m.group(2), m.group(3) or m.group(4)
-    before = m.string[: m.start()].rstrip()
-    return (" " if before[-1:].isdigit() else "") + f"{num}/{den}"  # 2\frac12 is 2 1/2
-
-
-def _scaled(m: re.Match) -> str:
-    """``1.2e3`` -> ``1200``, ``1.45 million`` -> ``1450000``: exact decimal arithmetic."""
-    with localcontext() as ctx:
-        ctx.prec = 2 * MAX_ANSWER_CHARS  # enough digits for any answer that is graded
-        value = Decimal(_plain_number(m.group(1))).scaleb(int(m.group(2) or 0))
-        for word in (m.group(3) or "").lower().split():
-            value *= _MAGNITUDES[word.removesuffix("s")]
-        return format(value.normalize(), "f")
-
-
-class _Token(Token):
-    """A word or a punctuation mark of an answer, as text2num's ``find_numbers`` reads it."""
-
-    def __init__(self, match: re.Match) -> None:
-        self.match = match
-
-    def text(self) -> str:
-        return self.match.group()
-
-
-def _words_to_digits(s: str) -> str:
-    """Cardinal number words to digits, with text2num (https://github.com/allo-media/text2num):
-    ``"twelve"`` -> ``"12"``, ``"one hundred and five"`` -> ``"105"``, ``"The answer is one"``
-    -> ``"The answer is 1"``. Ordinals stay words (``"18 per second"``)."""
-    if not _WORD_RE.search(s):
-        return s
-    tokens = [_Token(m) for m in re.finditer(r"\w+|[^\w\s]", s)]
-    for number in reversed(find_numbers(tokens, "en", threshold=0)):  # right to left: spans hold
-        if not number.is_ordinal:
-            start, end = tokens[number.start].match.start(), tokens[number.end - 1].match.end()
-            s = s[:start] + number.text + s[end:]
-    return s
-
-
 def _changes_value(word: str) -> bool:
     """A word that makes a sentence's number unsafe to read: a value word ("not", "about"),
     math (``pi``, ``e``, a single letter but the articles "a", "A" and the pronoun "I")."""
@@ -307,7 +283,7 @@ def _single_number(s: str) -> str:
     if (not numbers or not words or not _SENTENCE_RE.fullmatch(rest)
             or any(_changes_value(w) for w in words)):
         return s
-    numbers = [_plain_number(n) for n in numbers]
+    numbers = [plain_number(n) for n in numbers]
     values = {parse_number(n) for n in numbers}
     return numbers[0] if len(values) == 1 and None not in values else s
 
@@ -372,65 +348,16 @@ def normalize_answer(s: str | None) -> str:
     s = " ".join(s.split()).rstrip(".").strip()
     s = _UNIT_POWER_RE.sub(_unit_power, s)
     s = _GLUED_UNIT_RE.sub(" ", s)
-    s = _SCALED_RE.sub(_scaled, s)
-    s = _words_to_digits(s)
-    s = _FRAC_RE.sub(_frac_to_slash, s).strip()
+    s = SCALED_RE.sub(expand_scaled, s)
+    s = words_to_digits(s)
+    s = FRAC_RE.sub(frac_to_slash, s).strip()
     s = _single_number(s)
     if _SPACE_THOUSANDS_RE.fullmatch(s):
         s = s.replace(" ", "")
-    return _plain_number(s)
+    return plain_number(s)
 
 
-_DECIMAL = r"(?:\d+\.?\d*|\.\d+)"
-_NUMBER_RE = re.compile(rf"[-+]?{_DECIMAL}")
-_MIXED_RE = re.compile(r"([-+]?)(\d+)\s+(\d+)\s*/\s*(\d+)")
-_OPERATORS = {"\\times": "*", "\\cdot": "*", "\u00d7": "*", "\u22c5": "*",
-              "\\div": "/", "\u00f7": "/"}
-_ARITHMETIC_RE = re.compile(r"[\d.\s()+\-*/]+")
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.Div: operator.truediv}
 _NUMERICISH_RE = re.compile(r"[-+\d.,/\s]+")  # looks numeric but may be malformed ("3,5")
-
-
-def _arithmetic(node: ast.AST, source: str) -> Fraction:
-    """Exact value of a parsed expression of numbers, + - * / and parentheses; else ValueError."""
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        left, right = _arithmetic(node.left, source), _arithmetic(node.right, source)
-        return _BINARY[type(node.op)](left, right)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
-        value = _arithmetic(node.operand, source)
-        return -value if isinstance(node.op, ast.USub) else value
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return Fraction(ast.get_source_segment(source, node))  # from the digits: no float rounding
-    raise ValueError("not an arithmetic expression of numbers")
-
-
-def parse_number(s: str | None) -> Fraction | None:
-    """Exact value of a *normalized* plain number, or of arithmetic on plain numbers, else ``None``.
-
-    Accepts integers and decimals (``"-3"``, ``"18.00"``, ``".5"``), mixed numbers
-    (``"2 1/2"`` -> 5/2), and the four operations with parentheses, every operator by the same
-    rule: ``"1/2"`` -> 1/2, ``"10 + 8"`` -> 18, ``"18 - 2"`` -> 16, ``"3 \\times 6"`` -> 18,
-    ``"(1 + 2) \\div 4"`` -> 3/4 (also ``*``, ``\\cdot``, ``\u00d7``, ``\u00f7``). Commas,
-    exponents, words and other LaTeX give ``None``, as does a zero denominator or a string
-    longer than ``MAX_ANSWER_CHARS``.
-    """
-    if not isinstance(s, str) or len(s) > MAX_ANSWER_CHARS:
-        return None
-    s = s.strip()
-    try:
-        if _NUMBER_RE.fullmatch(s):
-            return Fraction(s)
-        if m := _MIXED_RE.fullmatch(s):
-            value = int(m.group(2)) + Fraction(int(m.group(3)), int(m.group(4)))
-            return -value if m.group(1) == "-" else value
-        for old, new in _OPERATORS.items():
-            s = s.replace(old, new)
-        if _ARITHMETIC_RE.fullmatch(s):
-            return _arithmetic(ast.parse(s, mode="eval").body, s)
-    except (ValueError, ZeroDivisionError, SyntaxError, RecursionError):  # also > 4300 digits
-        return None
-    return None
 
 
 # --------------------------------------------------------------------------- comparison
@@ -465,7 +392,7 @@ def _rounds_to(pred: str, gold: Fraction) -> bool:
 
 def _is_text(s: str) -> bool:
     """Whether ``s`` still holds words (not LaTeX commands, not ``pi``/``sqrt``/...)."""
-    return any(w.lower() not in _MATH_WORDS for w in _WORD_RE.findall(s))
+    return any(w.lower() not in _MATH_WORDS for w in WORD_RE.findall(s))
 
 
 def is_equivalent(pred: str | None, gold: str | None, timeout: float = SYMBOLIC_TIMEOUT_S,
@@ -484,7 +411,7 @@ def is_equivalent(pred: str | None, gold: str | None, timeout: float = SYMBOLIC_
       (``0.0833333`` = ``1/12``, a float printed; ``0.33`` != ``1/3``).
     - a gold number against a prediction that looks numeric but is malformed (``3,5,7``) or
       is text that did not reduce to one number (``"20 apples, 2 eaten"``, ``"not 18"``): False.
-    - anything else: Math-Verify's parser on the whole string, as LaTeX (``_mv_parse``).
+    - anything else: Math-Verify's parser on the whole string, as LaTeX (``parse_latex``).
       ``\\sqrt{4}`` = ``2``, ``\\sqrt3`` = ``\\sqrt{3}``, ``\\cfrac{3}{4}`` = ``0.75``;
       ``\\sqrt 324`` is ``24\\sqrt{3}`` as in TeX (one token), not 18. An expression that
       only partly parses never matches. Equations whose left side is algebra are compared whole
@@ -518,7 +445,7 @@ def is_equivalent(pred: str | None, gold: str | None, timeout: float = SYMBOLIC_
             return p_num == g_num or _rounds_to(p, g_num)
         if _NUMERICISH_RE.fullmatch(p) or _is_text(p):
             return False
-    verdict = _symbolic_verdict(p, g, timeout)
+    verdict = symbolic_verdict(p, g, timeout)
     if verdict == "gold_unparseable":
         return _fail_gold(gold, "cannot be parsed by Math-Verify", warn)
     if verdict == "no_worker":
@@ -527,136 +454,3 @@ def is_equivalent(pred: str | None, gold: str | None, timeout: float = SYMBOLIC_
     return verdict == "equal"
 
 
-# ------------------------------------------------- Math-Verify in a killable worker process
-def _mv_parse(s: str):
-    """The whole string parsed as LaTeX by Math-Verify's own normaliser and parser, or None.
-
-    Math-Verify's ``parse`` first *searches* the text for an answer and, when the whole does
-    not parse, falls back to its last equation, so a part of the input can stand for all of
-    it. Here the whole string is normalised (``\\sqrt3`` -> ``\\sqrt{3}``, ``\\cfrac``
-    -> ``\\frac``, units dropped) and parsed in one piece by ``latex2sympy`` (the parser
-    Math-Verify 0.9.0 calls, pinned by it): anything that does not parse whole (``1 +``,
-    ``\\frac{63}{400``) is None, never a part of it.
-    """
-    from latex2sympy2_extended.latex2sympy2 import latex2sympy, normalize_latex
-    from math_verify import LatexExtractionConfig
-    from math_verify.grader import should_treat_as_complex
-    from sympy import Basic, MatrixBase
-
-    latex = normalize_latex(s, config=LatexExtractionConfig().normalization_config)
-    try:
-        expr = latex2sympy(latex, is_real=not should_treat_as_complex(latex),
-                           convert_degrees=False, normalization_config=None)
-    except Exception:  # noqa: BLE001 - the parser raises many kinds; any of them: no parse
-        return None
-    return expr if isinstance(expr, (Basic, MatrixBase)) else None
-
-
-def _mv_compare(pred: str, gold: str) -> str:
-    """Runs in the worker: "equal", "not_equal" or "gold_unparseable"."""
-    from math_verify import verify
-
-    g = _mv_parse(gold)
-    if g is None:
-        return "gold_unparseable"
-    p = _mv_parse(pred)
-    if p is None:
-        return "not_equal"
-    return "equal" if verify(g, p, timeout_seconds=None) else "not_equal"
-
-
-def _serve() -> None:
-    """Worker loop: one JSON ``[pred, gold]`` per stdin line, one verdict per stdout line."""
-    import logging
-
-    logging.getLogger("math_verify").setLevel(logging.ERROR)  # silence "timeout disabled"
-    out = sys.stdout
-    sys.stdout = sys.stderr  # stray prints must not corrupt the protocol
-    # Warm up before "ready": Math-Verify's first comparison loads its LaTeX grammar and sympy's
-    # parsers (over 1 s on a busy machine), which would otherwise count against the first
-    # comparison's time limit and grade a right answer wrong (seen in CI under load: \sqrt{4} vs 2).
-    _mv_compare("\\sqrt{4}", "2")
-    out.write("ready\n")
-    out.flush()
-    for line in sys.stdin:
-        try:
-            verdict = _mv_compare(*json.loads(line))
-        except Exception:  # noqa: BLE001 - any failure inside Math-Verify fails closed
-            verdict = "not_equal"
-        out.write(verdict + "\n")
-        out.flush()
-
-
-def _pump(stream, lines: queue.Queue) -> None:
-    """Copy a worker's stdout lines into a queue (so reads can have a deadline)."""
-    for line in stream:
-        lines.put(line.strip())
-    lines.put(None)  # the worker exited
-
-
-class _Worker:
-    """One ``python -c`` subprocess running ``_serve``; killed and restarted on timeout."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._proc: subprocess.Popen | None = None
-        self._lines: queue.Queue = queue.Queue()
-
-    def _start(self) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        self._proc = subprocess.Popen(
-            [sys.executable, "-c", "from helpers.grading import _serve; _serve()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True, bufsize=1, env=env)
-        self._lines = queue.Queue()
-        threading.Thread(target=_pump, args=(self._proc.stdout, self._lines), daemon=True).start()
-        if self._next_line(_WORKER_START_TIMEOUT_S) != "ready":
-            self._stop()
-            raise RuntimeError("Math-Verify worker did not start")
-
-    def _next_line(self, timeout: float) -> str | None:
-        try:
-            return self._lines.get(timeout=timeout)
-        except queue.Empty:
-            return None
-
-    def _stop(self) -> None:
-        if self._proc is not None:
-            self._proc.kill()
-            self._proc.wait()
-            self._proc = None
-
-    def close(self) -> None:
-        with self._lock:
-            self._stop()
-
-    def compare(self, pred: str, gold: str, timeout: float) -> str:
-        with self._lock:
-            try:
-                if self._proc is None or self._proc.poll() is not None:
-                    self._start()
-                self._proc.stdin.write(json.dumps([pred, gold]) + "\n")
-                self._proc.stdin.flush()
-            except (OSError, RuntimeError):
-                self._stop()
-                return "no_worker"
-            verdict = self._next_line(timeout)
-            if verdict is None:  # too slow (or crashed): kill it, restart on next call
-                self._stop()
-                return "timeout"
-            return verdict
-
-
-_WORKER = _Worker()
-atexit.register(_WORKER.close)
-_VERDICTS: dict[tuple[str, str], str] = {}  # (pred, gold) -> verdict, bounded below
-
-
-def _symbolic_verdict(pred: str, gold: str, timeout: float) -> str:
-    key = (pred, gold)
-    if key in _VERDICTS:
-        return _VERDICTS[key]
-    verdict = _WORKER.compare(pred, gold, timeout)
-    if verdict in ("equal", "not_equal", "gold_unparseable") and len(_VERDICTS) < 100_000:
-        _VERDICTS[key] = verdict  # timeouts are not cached: they may be due to machine load
-    return verdict

@@ -14,11 +14,15 @@ for one prompt q from the *old policy* pi_old (the weights that generated them);
 from __future__ import annotations
 
 from typing import Sequence
-
 import torch
 
+
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
+
+
 SCALES = ("group", "batch", "none")
+
+
 MAX_LOG_RATIO = 50.0  # k3's log-ratio bound (nats): e^50 ~ 5e21, far below fp32/bf16's max ~ e^88.7
 
 

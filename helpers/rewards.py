@@ -35,20 +35,40 @@ All functions take TRL's keyword arguments (``prompts``, ``completions``, ``answ
 from __future__ import annotations
 
 import re
+from helpers.grading import extract_answer, extract_boxed, extract_xml_block, is_equivalent, normalize_answer
+from helpers.numbers import parse_number
 
-from .grading import (extract_answer, extract_boxed, extract_xml_block, is_equivalent,
-                      normalize_answer, parse_number)
 
 CORRECT, INTEGER, FORMAT = 2.0, 0.5, 0.5
+
+
 XML_TAG, XML_TRAILING_PER_CHAR = 0.125, 0.001
+
+
 _EOS_RE = re.compile(r"(?:\s*(?:<\|im_end\|>|<\|endoftext\|>|<\|eot_id\|>|</s>))+\s*\Z")
+
+
 _STRICT_RE = re.compile(r"<reasoning>\n(.+?)\n</reasoning>\n<answer>\n(.+?)\n</answer>\n?", re.S)
+
+
 _SOFT_RE = re.compile(r"\s*<reasoning>(.+?)</reasoning>\s*<answer>(.+?)</answer>", re.S)
+
+
 _TAGS = ("<reasoning>", "</reasoning>", "<answer>", "</answer>")
+
+
 _INT_RE = re.compile(r"[-+]?\d+")
+
+
 _ALNUM_RE = re.compile(r"[^\W_]")  # a letter or digit, any script
+
+
 _NUMBER_RE = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
+
+
 _NUM = r"(\d+(?:,\d{3})*(?:\.\d+)?)"
+
+
 _EQUATION_RE = re.compile(_NUM + r"\s*([-+*/x×÷−])\s*" + _NUM + r"\s*=\s*" + _NUM)  # a op b = c
 
 
@@ -87,11 +107,11 @@ def _blocks_filled(m: re.Match | None) -> bool:
 def prompt_texts(prompt) -> list[str]:
     """The texts of one TRL prompt: a string, or the ``content`` of each chat message.
 
-    ``None`` gives the course's :data:`helpers.data.SYSTEM_PROMPT`, so that a copy of its
+    ``None`` gives the course's :data:`helpers.data.gsm8k.SYSTEM_PROMPT`, so that a copy of its
     template is recognised even when the reward function is called without prompts.
     """
     if prompt is None:
-        from .data import SYSTEM_PROMPT
+        from helpers.data.gsm8k import SYSTEM_PROMPT
 
         return [SYSTEM_PROMPT]
     if isinstance(prompt, str):
@@ -333,6 +353,8 @@ def xmlcount_reward_func(prompts=None, completions=(), answer=None, **kwargs) ->
 
 REWARD_FUNCS = [xmlcount_reward_func, soft_format_reward_func, strict_format_reward_func,
                 int_reward_func, correctness_reward_func]
+
+
 LAYOUT_REWARD_FUNCS = [layout_xmlcount_reward_func, layout_soft_format_reward_func,
                        layout_strict_format_reward_func, layout_int_reward_func, correctness_reward_func]
 
@@ -353,9 +375,9 @@ REWARD_SETS = {"checked": REWARD_FUNCS, "layout": LAYOUT_REWARD_FUNCS, "placebo"
 
 
 def short_name(func) -> str:
-    """``seed_strict_format_reward_func`` -> ``strict``: the column name in :func:`reward_table`."""
+    """``original_strict_format_reward_func`` -> ``strict``: the column name in :func:`reward_table`."""
     name = getattr(func, "__name__", str(func))
-    for prefix in ("seed_", "layout_"):
+    for prefix in ("original_", "layout_"):
         name = name.removeprefix(prefix)
     return name.removesuffix("_reward_func").removesuffix("_format")
 
@@ -395,39 +417,39 @@ def reward_table(funcs, completions, answer, *, prompts=None, index=None):
 # ------------------------------------------------------------------------------------------
 # The seeds' originals, verbatim except for a removed debug print. For teaching only.
 # Source: willccbb's grpo_demo.py gist, reused in Unsloth's Qwen2.5 (3B) GRPO notebook.
-def seed_extract_xml_answer(text: str) -> str:
+def original_extract_xml_answer(text: str) -> str:
     answer = text.split("<answer>")[-1]
     answer = answer.split("</answer>")[0]
     return answer.strip()
 
 
-def seed_correctness_reward_func(prompts, completions, answer, **kwargs) -> list[float]:
+def original_correctness_reward_func(prompts, completions, answer, **kwargs) -> list[float]:
     responses = [completion[0]['content'] for completion in completions]
-    extracted_responses = [seed_extract_xml_answer(r) for r in responses]
+    extracted_responses = [original_extract_xml_answer(r) for r in responses]
     return [2.0 if r == a else 0.0 for r, a in zip(extracted_responses, answer)]
 
 
-def seed_int_reward_func(completions, **kwargs) -> list[float]:
+def original_int_reward_func(completions, **kwargs) -> list[float]:
     responses = [completion[0]['content'] for completion in completions]
-    extracted_responses = [seed_extract_xml_answer(r) for r in responses]
+    extracted_responses = [original_extract_xml_answer(r) for r in responses]
     return [0.5 if r.isdigit() else 0.0 for r in extracted_responses]
 
 
-def seed_strict_format_reward_func(completions, **kwargs) -> list[float]:
+def original_strict_format_reward_func(completions, **kwargs) -> list[float]:
     pattern = r"^<reasoning>\n.*?\n</reasoning>\n<answer>\n.*?\n</answer>\n$"
     responses = [completion[0]["content"] for completion in completions]
     matches = [re.match(pattern, r) for r in responses]
     return [0.5 if match else 0.0 for match in matches]
 
 
-def seed_soft_format_reward_func(completions, **kwargs) -> list[float]:
+def original_soft_format_reward_func(completions, **kwargs) -> list[float]:
     pattern = r"<reasoning>.*?</reasoning>\s*<answer>.*?</answer>"
     responses = [completion[0]["content"] for completion in completions]
     matches = [re.match(pattern, r) for r in responses]
     return [0.5 if match else 0.0 for match in matches]
 
 
-def seed_count_xml(text) -> float:
+def original_count_xml(text) -> float:
     count = 0.0
     if text.count("<reasoning>\n") == 1:
         count += 0.125
@@ -442,11 +464,11 @@ def seed_count_xml(text) -> float:
     return count
 
 
-def seed_xmlcount_reward_func(completions, **kwargs) -> list[float]:
+def original_xmlcount_reward_func(completions, **kwargs) -> list[float]:
     contents = [completion[0]["content"] for completion in completions]
-    return [seed_count_xml(c) for c in contents]
+    return [original_count_xml(c) for c in contents]
 
 
-SEED_REWARD_FUNCS = [seed_xmlcount_reward_func, seed_soft_format_reward_func,
-                     seed_strict_format_reward_func, seed_int_reward_func,
-                     seed_correctness_reward_func]
+ORIGINAL_REWARD_FUNCS = [original_xmlcount_reward_func, original_soft_format_reward_func,
+                     original_strict_format_reward_func, original_int_reward_func,
+                     original_correctness_reward_func]

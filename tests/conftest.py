@@ -23,7 +23,7 @@ def gsm8k_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def smollm2_dir() -> Path:
-    from helpers.models import smollm2_checkpoint
+    from helpers.training.models import smollm2_checkpoint
 
     return smollm2_checkpoint()
 

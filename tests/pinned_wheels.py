@@ -32,7 +32,7 @@ NOT_FETCHED = {"vllm": "370 MB"}  # read only where already downloaded
 def wheel(dist: str) -> Path:
     """The pinned wheel of ``dist`` on disk (downloaded once, except :data:`NOT_FETCHED`); skips
     the test if unavailable."""
-    from helpers.models import cache_dir
+    from helpers.training.models import cache_dir
 
     pattern = f"{dist}-{pinned_version(dist)}-*.whl"
     places = [Path(os.environ["GRPO_WHEELS_DIR"])] if os.environ.get("GRPO_WHEELS_DIR") else []

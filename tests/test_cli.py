@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers.__main__ import main
-from helpers.pipeline import PipelineRun
-from helpers.training import TrainingRun
+from helpers.cli import main
+from helpers.training.pipeline import PipelineRun
+from helpers.training.trainer import TrainingRun
 
 SUMMARY = {"stages": {s: {"n": 4, "correct": 0, "format_rate_strict": 0.5, "format_rate_valid": 0.25,
                           "placeholder_rate": 0.0, "mean_tokens": 30.0} for s in ("base", "cold_start", "grpo")},
@@ -30,7 +30,7 @@ def fake_pipeline(monkeypatch):
                                trainer=type("Trainer", (), {"state": state}))
         return PipelineRun(out, SUMMARY, out / "summary.json", out / "eval_records.jsonl", training)
 
-    monkeypatch.setattr("helpers.pipeline.run_pipeline", run_pipeline)
+    monkeypatch.setattr("helpers.training.pipeline.run_pipeline", run_pipeline)
     monkeypatch.delenv("GRPO_QUICK", raising=False)
     return calls
 
@@ -121,7 +121,7 @@ def test_pass_at_k_command_reaches_evaluate_run_with_the_run_folder(monkeypatch,
         summary = {f"pass@{k}": {"value": v} for k, v in ((1, 0.25), (8, 0.5))}
         return {"stages": {"grpo": {"all": summary}}}
 
-    monkeypatch.setattr("helpers.pass_at_k.evaluate_run", evaluate_run)
+    monkeypatch.setattr("helpers.evaluation.pass_at_k.evaluate_run", evaluate_run)
     assert main(["pass-at-k", "--run", str(tmp_path), "--profile", "cpu", "--n", "4", "--problems", "2"]) == 0
     assert calls == [(tmp_path, "cpu", 4, 2)]
     assert "pass@1 25.0 %, pass@8 50.0 %" in capsys.readouterr().out

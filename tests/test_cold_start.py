@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from helpers.cold_start import COLD_START_DIR, build_sft_dataset, format_solution, train_cold_start
-from helpers.data import extract_hash_answer
-from helpers.profiles import PROFILES, shortened
+from helpers.training.cold_start import COLD_START_DIR, build_sft_dataset, format_solution, train_cold_start
+from helpers.data.gsm8k import extract_hash_answer
+from helpers.training.profiles import PROFILES, shortened
 from helpers.rewards import REWARD_FUNCS, completion_texts
 
 SOLUTION = "She has 3 + 4 = <<3+4=7>>7 cats.\nSo 7 * 2 = <<7*2=14>>14 paws... of kittens.\n#### 14"
@@ -33,7 +33,7 @@ def test_every_gsm8k_train_solution_formats_to_a_completion_with_full_reward(gsm
 
 
 def test_sft_dataset_is_prompt_completion_with_the_grpo_prompt(gsm8k_dir):
-    from helpers.data import load_gsm8k
+    from helpers.data.gsm8k import load_gsm8k
 
     ds = build_sft_dataset(3)
     assert ds.column_names == ["prompt", "completion", "question", "answer"]
@@ -50,7 +50,7 @@ def test_cold_start_trains_the_assistant_turn_only_and_saves_a_merged_model(tiny
     import torch
     from transformers import AutoModelForCausalLM
 
-    from helpers.models import load_model
+    from helpers.training.models import load_model
 
     profile = shortened(PROFILES["cpu"]).replace(cold_start_problems=0)  # 4 GSM8K rows only: one step
     cold = train_cold_start(profile, tmp_path, n=4, model_path=tiny_model_dir)
@@ -90,7 +90,7 @@ def test_labels_cover_only_the_assistant_turn(gsm8k_dir, smollm2_dir):
 
 
 def test_sft_dataset_mixes_in_course_written_problems_that_earn_the_full_reward(gsm8k_dir):
-    from helpers.problems import make_problems
+    from helpers.data.problems import make_problems
 
     ds = build_sft_dataset(4, problems=6)
     gsm8k = build_sft_dataset(4)
@@ -105,7 +105,7 @@ def test_sft_dataset_mixes_in_course_written_problems_that_earn_the_full_reward(
 
 
 def test_sft_dataset_splits_its_problems_by_the_two_operation_share(gsm8k_dir):
-    from helpers.problems import make_problems
+    from helpers.data.problems import make_problems
 
     ds = build_sft_dataset(2, problems=12, two_op_share=2 / 3)
     two_op = {p.question for p in make_problems(8, ops=2, split="train", seed=1000)}

@@ -4,12 +4,13 @@ import math
 import numpy as np
 import pytest
 
-from helpers.comparison import (Comparison, check_adapter_dir, compare, decoding, evaluate_before_after,
-                                load_merged, load_with_adapter, markdown_table, mcnemar, mcnemar_chi2,
-                                load_results, mcnemar_exact_p, reasoning_complete, reasoning_steps, run_name,
-                                save_merged, save_results)
-from helpers.evaluation import EvalResult, score, wilson_interval
-from helpers.profiles import PROFILES
+from helpers.evaluation.before_after import Comparison, compare, decoding, evaluate_before_after, markdown_table, load_results, run_name, save_results
+from helpers.evaluation.adapters import check_adapter_dir, load_merged, load_with_adapter, save_merged
+from helpers.evaluation.stats import mcnemar, mcnemar_chi2, mcnemar_exact_p
+from helpers.evaluation.scoring import reasoning_complete, reasoning_steps
+from helpers.evaluation.scoring import EvalResult, score
+from helpers.evaluation.stats import wilson_interval
+from helpers.training.profiles import PROFILES
 
 CPU = PROFILES["cpu"]
 
@@ -203,7 +204,7 @@ def tiny_adapter(tiny_model_dir, tmp_path_factory):
     import torch
     from peft import get_peft_model
 
-    from helpers.models import load_model, lora_config
+    from helpers.training.models import load_model, lora_config
 
     base, tokenizer = load_model(CPU, tiny_model_dir, lora=False)
     config = lora_config(CPU)
@@ -224,8 +225,8 @@ def test_evaluation_sends_the_training_template_for_base_and_lora(tiny_model_dir
     """The text generated from equals what TRL's GRPOTrainer builds from the training row."""
     from trl.data_utils import maybe_apply_chat_template
 
-    import helpers.models
-    from helpers.data import load_gsm8k
+    import helpers.training.generation
+    from helpers.data.gsm8k import load_gsm8k
 
     model, tokenizer = load_with_adapter(CPU, tiny_adapter, tiny_model_dir)
     seen: list[list[str]] = []
@@ -234,7 +235,7 @@ def test_evaluation_sends_the_training_template_for_base_and_lora(tiny_model_dir
         seen.append(list(texts))
         return ["<answer>0</answer>"] * len(texts)
 
-    monkeypatch.setattr(helpers.models, "_generate_hf", fake_generate_hf)
+    monkeypatch.setattr(helpers.training.generation, "_generate_hf", fake_generate_hf)
     train_rows = load_gsm8k("train", n=3)  # the rows GRPOTrainer sees as its train_dataset
     evaluate_before_after(model, tokenizer, train_rows, **decoding(CPU))
     trl_texts = [maybe_apply_chat_template({"prompt": row["prompt"]}, tokenizer)["prompt"] for row in train_rows]
@@ -242,7 +243,7 @@ def test_evaluation_sends_the_training_template_for_base_and_lora(tiny_model_dir
     assert trl_texts[0].endswith("<|im_start|>assistant\n") and "<reasoning>" in trl_texts[0]
 
     # The check can fail: a different prompt builder gives different text.
-    from helpers.prompting import cot_prompt
+    from helpers.data.prompting import cot_prompt
 
     seen.clear()
     evaluate_before_after(model, tokenizer, train_rows, build_prompt=cot_prompt, max_new_tokens=4)
@@ -250,9 +251,9 @@ def test_evaluation_sends_the_training_template_for_base_and_lora(tiny_model_dir
 
 
 def test_base_run_has_the_adapter_off_and_lora_run_on(tiny_model_dir, tiny_adapter, gsm8k_dir):
-    from helpers.data import load_gsm8k
-    from helpers.evaluation import evaluate
-    from helpers.models import load_model
+    from helpers.data.gsm8k import load_gsm8k
+    from helpers.evaluation.scoring import evaluate
+    from helpers.training.models import load_model
 
     model, tokenizer = load_with_adapter(CPU, tiny_adapter, tiny_model_dir)
     questions = load_gsm8k("test", n=2)
@@ -267,8 +268,8 @@ def test_base_run_has_the_adapter_off_and_lora_run_on(tiny_model_dir, tiny_adapt
 def test_merged_model_gives_the_same_greedy_output_as_base_plus_lora(tiny_model_dir, tiny_adapter, tmp_path):
     import torch
 
-    from helpers.data import make_prompt
-    from helpers.models import chat_texts, generate
+    from helpers.data.gsm8k import make_prompt
+    from helpers.training.generation import chat_texts, generate
 
     model, tokenizer = load_with_adapter(CPU, tiny_adapter, tiny_model_dir)
     prompt = [make_prompt("Tom has 3 apples and buys 4 more. How many apples does he have?")]
@@ -296,7 +297,7 @@ def test_missing_adapter_is_a_clear_error(tmp_path):
 
 
 def test_plain_model_without_adapter_is_refused(tiny_model_dir, tmp_path):
-    from helpers.models import load_model
+    from helpers.training.models import load_model
 
     plain, tokenizer = load_model(CPU, tiny_model_dir, lora=False)
     with pytest.raises(ValueError, match="no LoRA adapter"):
@@ -307,7 +308,7 @@ def test_plain_model_without_adapter_is_refused(tiny_model_dir, tmp_path):
 
 
 def test_cli_evaluate_writes_results_and_prints_the_table(tiny_model_dir, tiny_adapter, tmp_path, capsys, gsm8k_dir):
-    from helpers.__main__ import main
+    from helpers.cli import main
 
     assert main(["evaluate", "--adapter", str(tiny_adapter), "--n", "2", "--profile", "cpu", "--greedy",
                  "--model-path", str(tiny_model_dir), "--results-dir", str(tmp_path), "--run", "tiny"]) == 0
@@ -344,7 +345,7 @@ def test_adapter_base_follows_a_reused_cold_start_named_in_the_adapter_config(tm
     # loaded on the raw base model (0 % accuracy where the run itself measured 7 %)
     import json
 
-    from helpers.comparison import adapter_base
+    from helpers.evaluation.adapters import adapter_base
 
     reused = tmp_path / "first-run" / "cold_start"
     reused.mkdir(parents=True)

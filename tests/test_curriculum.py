@@ -1,8 +1,8 @@
-"""helpers.curriculum: the schedule's steps, its order, and the trainer reading it in that order."""
+"""helpers.data.curriculum: the schedule's steps, its order, and the trainer reading it in that order."""
 
 import pytest
 
-from helpers.curriculum import GSM8K, Phase, curriculum_dataset, phase_steps
+from helpers.data.curriculum import GSM8K, Phase, curriculum_dataset, phase_steps
 
 
 def test_phase_steps_round_and_give_the_rest_to_the_last_phase():
@@ -16,7 +16,7 @@ def test_phase_steps_round_and_give_the_rest_to_the_last_phase():
 
 
 def test_curriculum_rows_come_easy_to_hard_then_gsm8k(gsm8k_dir):
-    from helpers.data import load_gsm8k
+    from helpers.data.gsm8k import load_gsm8k
 
     schedule = (Phase(0.25), Phase(0.5, ((2, 50),)), Phase(0.25, ((1, 20), GSM8K)))
     ds = curriculum_dataset(schedule, batches=4, prompts_per_batch=4, seed=5, gsm8k_skip=10)
@@ -38,8 +38,8 @@ def test_the_trainer_reads_a_curriculum_in_order(tmp_path):
     the dataset's order, each repeated num_generations times (the group)."""
     from trl.trainer.grpo_trainer import RepeatSampler
 
-    from helpers.profiles import PROFILES
-    from helpers.training import build_grpo_config
+    from helpers.training.profiles import PROFILES
+    from helpers.training.trainer import build_grpo_config
 
     cpu = PROFILES["cpu"]
     assert cpu.curriculum and not build_grpo_config(cpu, tmp_path).shuffle_dataset

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from helpers.data import SYSTEM_PROMPT, extract_hash_answer, load_gsm8k, sample_rows
+from helpers.data.gsm8k import SYSTEM_PROMPT, extract_hash_answer, load_gsm8k, sample_rows
 
 
 @pytest.mark.parametrize("split,rows", [("train", 7473), ("test", 1319)])

@@ -10,10 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from helpers.distributed import (SetupError, check_launch, describe_batch, global_batch, is_main_process,
-                                 process_count)
-from helpers.hardware import GPU
-from helpers.profiles import PROFILES, shortened
+from helpers.training.distributed import SetupError, check_launch, describe_batch, global_batch, is_main_process, process_count
+from helpers.training.hardware import GPU
+from helpers.training.profiles import PROFILES, shortened
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
@@ -51,13 +50,13 @@ def test_partial_groups_are_one_line_naming_the_numbers():
 
 
 def test_a_bad_launch_fails_before_any_model_loads(monkeypatch, tmp_path):
-    from helpers.pipeline import run_pipeline
+    from helpers.training.pipeline import run_pipeline
 
     def no_loading(*args, **kwargs):
         raise AssertionError("a model was loaded before the settings were checked")
 
-    monkeypatch.setattr("helpers.models.load_model", no_loading)
-    monkeypatch.setattr("helpers.cold_start.train_cold_start", no_loading)
+    monkeypatch.setattr("helpers.training.models.load_model", no_loading)
+    monkeypatch.setattr("helpers.training.cold_start.train_cold_start", no_loading)
     monkeypatch.setenv("WORLD_SIZE", "3")
     with pytest.raises(SetupError, match="18 completions"):
         run_pipeline(PROFILES["cpu"].replace(per_device_train_batch_size=6), tmp_path / "run")
@@ -79,7 +78,7 @@ def test_vllm_server_is_for_plain_trl_and_zero3_has_no_cold_start(monkeypatch):
 
 
 def test_cli_reports_a_setup_error_in_one_line_from_the_main_process_only(monkeypatch, capsys):
-    from helpers.__main__ import main
+    from helpers.cli import main
 
     monkeypatch.setenv("ACCELERATE_USE_DEEPSPEED", "true")
     monkeypatch.setenv("ACCELERATE_DEEPSPEED_ZERO_STAGE", "3")
@@ -88,13 +87,13 @@ def test_cli_reports_a_setup_error_in_one_line_from_the_main_process_only(monkey
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "error: DeepSpeed ZeRO-3" in err and "Traceback" not in err
     monkeypatch.setenv("RANK", "1")
-    monkeypatch.setattr("helpers.distributed.quiet_if_replica", lambda: True)  # keep pytest's stdout
+    monkeypatch.setattr("helpers.training.distributed.quiet_if_replica", lambda: True)  # keep pytest's stdout
     assert main(["train", "--profile", "cpu"]) == 2
     assert capsys.readouterr().err == ""
 
 
 def test_a_replica_prints_nothing_and_the_main_process_does():
-    code = ("import warnings; from helpers.distributed import quiet_if_replica; replica = quiet_if_replica(); "
+    code = ("import warnings; from helpers.training.distributed import quiet_if_replica; replica = quiet_if_replica(); "
             "print('printed'); warnings.warn('warned'); import sys; sys.stderr.write(f'replica={replica}')")
     runs = {rank: subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                                  env={**os.environ, "RANK": rank}, timeout=60) for rank in ("0", "1")}
@@ -103,7 +102,7 @@ def test_a_replica_prints_nothing_and_the_main_process_does():
 
 
 def test_metrics_csv_is_written_by_the_main_process_only(tmp_path):
-    from helpers.training import MetricsCSV
+    from helpers.training.callbacks import MetricsCSV
 
     logs = {"loss": 0.1, "reward": 0.5}
     replica = MetricsCSV(tmp_path / "replica.csv")
@@ -115,10 +114,10 @@ def test_metrics_csv_is_written_by_the_main_process_only(tmp_path):
 
 
 def test_summary_without_evaluation_says_why_and_keeps_the_batch():
-    from helpers.pipeline import build_summary
+    from helpers.evaluation.reports import pipeline_summary
 
     training = SimpleNamespace(processes=4, global_batch=32, heldout=[])
-    summary = build_summary(PROFILES["cuda"], {}, {"grpo_s": 10.0}, reward_set="checked", dataset=None,
+    summary = pipeline_summary(PROFILES["cuda"], {}, {"grpo_s": 10.0}, reward_set="checked", dataset=None,
                             training=training, skipped="DeepSpeed ZeRO-3 shards the weights")
     assert summary["evaluation"] == {"skipped": "DeepSpeed ZeRO-3 shards the weights"}
     assert summary["stages"] == {} and summary["mcnemar_start_vs_grpo"] == {}
@@ -169,9 +168,9 @@ def test_deepspeed_configs_take_batch_clipping_and_precision_from_the_grpo_confi
     from accelerate.utils import DeepSpeedPlugin
     from accelerate.utils.launch import prepare_deepspeed_cmd_env
 
-    from helpers.training import build_grpo_config
+    from helpers.training.trainer import build_grpo_config
 
-    monkeypatch.setattr("helpers.hardware.gpu_info", lambda: gpu)
+    monkeypatch.setattr("helpers.training.hardware.gpu_info", lambda: gpu)
     profile = PROFILES["cuda"] if gpu else PROFILES["cpu"]
     grpo = build_grpo_config(profile, tmp_path)
     args = launch_args(config, "--num_processes", "4")
@@ -201,9 +200,9 @@ def test_deepspeed_configs_take_batch_clipping_and_precision_from_the_grpo_confi
 
 
 def test_vllm_server_mode_builds_the_grpo_config_for_the_cuda_profile(monkeypatch, tmp_path):
-    from helpers.training import build_grpo_config
+    from helpers.training.trainer import build_grpo_config
 
-    monkeypatch.setattr("helpers.hardware.gpu_info", lambda: A100)
+    monkeypatch.setattr("helpers.training.hardware.gpu_info", lambda: A100)
     config = build_grpo_config(PROFILES["cuda"].replace(vllm_server_url="http://10.0.0.2:8000"), tmp_path)
     assert (config.use_vllm, config.vllm_mode, config.vllm_server_base_url) == (True, "server", "http://10.0.0.2:8000")
     assert config.bf16 and config.log_level_replica == "error"

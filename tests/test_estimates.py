@@ -1,13 +1,13 @@
 """T4 times are estimates with a stated source (issue 18, 8): the arithmetic, and that the README and
-notebooks 05/06 quote what helpers.estimates computes, labelled as estimates."""
+notebooks 05/06 quote what helpers.colab.estimates computes, labelled as estimates."""
 
 import json
 from pathlib import Path
 
 import pytest
 
-from helpers.estimates import (SOURCE, generation_upper_bound_s, hms, seconds_per_step, t4_estimates)
-from helpers.profiles import PROFILES
+from helpers.colab.estimates import (SOURCE, generation_upper_bound_s, hms, seconds_per_step, t4_estimates)
+from helpers.training.profiles import PROFILES
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -3,8 +3,9 @@ import math
 
 import pytest
 
-from helpers.evaluation import (RECORD_KEYS, EvalResult, evaluate, plot_accuracy, read_jsonl, score,
-                                summarize, wilson_interval)
+from helpers.evaluation.scoring import RECORD_KEYS, EvalResult, evaluate, read_jsonl, score, summarize
+from helpers.evaluation.plots import plot_accuracy
+from helpers.evaluation.stats import wilson_interval
 
 
 def xml(answer: str) -> str:
@@ -157,9 +158,9 @@ def test_evaluate_rejects_bad_data_and_generators():
 
 
 def test_evaluate_with_a_tiny_model_is_deterministic(tiny_model_dir, gsm8k_dir):
-    from helpers.data import load_gsm8k
-    from helpers.models import load_model
-    from helpers.profiles import get_profile
+    from helpers.data.gsm8k import load_gsm8k
+    from helpers.training.models import load_model
+    from helpers.training.profiles import get_profile
 
     model, tokenizer = load_model(get_profile("cpu", verbose=False), model_path=tiny_model_dir,
                                   lora=False)

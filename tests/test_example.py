@@ -5,9 +5,9 @@ import json
 import pytest
 import torch
 
-from helpers.data import read_rows
+from helpers.data.gsm8k import read_rows
 from helpers.example import LABELS, running_example
-from helpers.rewards import REWARD_FUNCS, SEED_REWARD_FUNCS, reward_table
+from helpers.rewards import REWARD_FUNCS, ORIGINAL_REWARD_FUNCS, reward_table
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def test_a_course_written_problem_works_the_same(tokenizer, tmp_path):
     assert example.answer == "17" and "<answer>\n12\n</answer>" in example.completions[1]  # stops at 12
     assert "<<" not in example.completions[0]
     assert _rewards(example) == [4.0, 2.0, 0.0, 0.125]
-    assert _rewards(example, SEED_REWARD_FUNCS)[0] < 4.0  # the seeds' format rewards miss multi-line reasoning
+    assert _rewards(example, ORIGINAL_REWARD_FUNCS)[0] < 4.0  # the seeds' format rewards miss multi-line reasoning
 
 
 def test_a_first_step_that_already_holds_the_answer_still_gives_a_wrong_early_answer(tokenizer, tmp_path):
@@ -84,8 +84,7 @@ def test_plots_of_the_running_example(tokenizer, gsm8k_dir):
 
     matplotlib.use("Agg")
     from helpers.grpo import group_advantages
-    from helpers.plots import (CRITIC_STEPS, GROUP_STEPS, PIPELINE_STEPS, plot_critic_vs_group, plot_group_baseline,
-                               plot_grpo_pipeline, plot_token_grid)
+    from helpers.diagrams import CRITIC_STEPS, GROUP_STEPS, PIPELINE_STEPS, plot_critic_vs_group, plot_group_baseline, plot_grpo_pipeline, plot_token_grid
 
     example = running_example(tokenizer, gsm8k_dir)
     rewards = torch.tensor(_rewards(example))

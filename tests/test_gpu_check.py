@@ -1,4 +1,4 @@
-"""``benchmarks/gpu_check.py`` (issue 18): its preflight, its failure reporting, and the whole check
+"""``tools/gpu_check.py`` (issue 18): its preflight, its failure reporting, and the whole check
 run on the CPU at smoke size, as CI runs it, so that it cannot rot before a GPU runs it."""
 
 import importlib.util
@@ -25,7 +25,7 @@ def gpu_check():
 
 def _requirement_pins() -> dict:
     pins = {}
-    for name in ("requirements-common.txt", "requirements-nodeps.txt"):
+    for name in ("requirements/common.txt", "requirements/nodeps.txt"):
         for line in (REPO / name).read_text().splitlines():
             match = re.match(r"^([A-Za-z0-9_.-]+)==([^\s;#]+)", line)
             if match:
@@ -119,8 +119,8 @@ def test_gpu_check_runs_on_cpu(tmp_path):
 @pytest.mark.slow
 def test_gpu_check_16_bit_path_on_cpu(gpu_check, tmp_path, monkeypatch):
     """The bf16 branch a GPU takes (model dtype, the trainer's bf16 flag, the 16-bit merge criterion),
-    run on the CPU by making helpers.hardware.precision answer bf16 for the check's profile."""
-    import helpers.hardware as hardware
+    run on the CPU by making helpers.training.hardware.precision answer bf16 for the check's profile."""
+    import helpers.training.hardware as hardware
 
     real = hardware.precision
     monkeypatch.setattr(hardware, "precision",

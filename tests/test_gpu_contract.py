@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers.hardware import GPU
-from helpers.profiles import PROFILES
+from helpers.training.hardware import GPU
+from helpers.training.profiles import PROFILES
 from pinned_wheels import source
 
 pytestmark = pytest.mark.slow
@@ -40,7 +40,7 @@ def fake(monkeypatch, tiny_model_dir):
     import vllm  # noqa: F401
 
     unsloth.MODEL_DIR, unsloth.CAPABILITY = str(tiny_model_dir), T4.capability
-    monkeypatch.setattr("helpers.hardware.gpu_info", lambda: T4)
+    monkeypatch.setattr("helpers.training.hardware.gpu_info", lambda: T4)
     monkeypatch.delenv("UNSLOTH_VLLM_STANDBY", raising=False)
     yield pinned
     for name in FAKE_MODULES:
@@ -143,8 +143,8 @@ def test_the_fake_picks_unsloths_dtype(fake, capability, asked, dtype):
 
 
 def test_standby_shares_are_unsloth_zoos():
-    """helpers.models.standby_gpu_memory_utilization mirrors load_vllm's table for vLLM >= 0.11."""
-    from helpers.models import standby_gpu_memory_utilization
+    """helpers.training.models.standby_gpu_memory_utilization mirrors load_vllm's table for vLLM >= 0.11."""
+    from helpers.training.models import standby_gpu_memory_utilization
 
     text = source("unsloth_zoo", "unsloth_zoo/vllm_utils.py")
     block = text[text.index("# Standby mode sleep/wake cycle"):text.index("standby_target_gpu_util *= 0.95")]
@@ -169,9 +169,9 @@ def test_an_unknown_keyword_fails(fake):
 @pytest.mark.parametrize("name, gpu, dtype", [("t4", T4, torch.float16), ("bf16", L4, torch.bfloat16)])
 def test_load_model_and_the_grpo_config_agree_on_precision(fake, monkeypatch, tmp_path, name, gpu, dtype):
     """Notebook 05's settings and model cells on the GPU profiles, against the fakes."""
-    from helpers.models import uses_vllm
+    from helpers.training.models import uses_vllm
 
-    monkeypatch.setattr("helpers.hardware.gpu_info", lambda: gpu)
+    monkeypatch.setattr("helpers.training.hardware.gpu_info", lambda: gpu)
     sys.modules["unsloth"].CAPABILITY = gpu.capability
     monkeypatch.setenv("GRPO_PROFILE", name)
     monkeypatch.delenv("GRPO_QUICK", raising=False)
@@ -197,7 +197,7 @@ def test_the_old_precision_bug_fails_the_check(fake, monkeypatch, tmp_path):
     import unsloth
     from unsloth import FastLanguageModel
 
-    from helpers.training import build_grpo_config
+    from helpers.training.trainer import build_grpo_config
 
     unsloth.CAPABILITY = L4.capability
     model, _ = FastLanguageModel.from_pretrained(model_name="unsloth/Qwen2.5-3B-Instruct", load_in_4bit=True)
@@ -209,7 +209,7 @@ def test_the_old_precision_bug_fails_the_check(fake, monkeypatch, tmp_path):
 @pytest.fixture
 def t4_model(fake, tmp_path):
     """The t4 policy on the fakes and a LoRA adapter saved from it (as train() saves one)."""
-    from helpers.models import load_model
+    from helpers.training.models import load_model
 
     model, tokenizer = load_model(PROFILES["t4"])
     adapter = tmp_path / "run" / "lora_adapter"
@@ -220,8 +220,8 @@ def t4_model(fake, tmp_path):
 
 def test_generate_with_a_lora_makes_one_request_per_adapter(fake, t4_model, gsm8k_dir):
     """Bug (issue 10, 6): load_lora at every generate call gave each batch a new LoRA id."""
-    from helpers.comparison import evaluate_before_after
-    from helpers.data import load_gsm8k
+    from helpers.evaluation.before_after import evaluate_before_after
+    from helpers.data.gsm8k import load_gsm8k
 
     model, tokenizer, adapter = t4_model
     test = load_gsm8k("test", n=6)
@@ -240,8 +240,8 @@ def test_generate_with_a_lora_makes_one_request_per_adapter(fake, t4_model, gsm8
 
 
 def test_notebook_05_generates_after_training_with_the_saved_adapter(fake, t4_model, gsm8k_dir):
-    from helpers.data import load_gsm8k
-    from helpers.models import generate
+    from helpers.data.gsm8k import load_gsm8k
+    from helpers.training.generation import generate
 
     model, tokenizer, adapter = t4_model
     namespace = {"model": model, "tokenizer": tokenizer, "profile": PROFILES["t4"], "generate": generate,
@@ -257,9 +257,10 @@ def test_merged_save_then_release_then_4bit_reload(fake, t4_model, monkeypatch, 
     is loaded, and that model is loaded in 4-bit; loading it next to a live engine is refused."""
     import transformers
 
-    from helpers.comparison import decoding, load_merged
-    from helpers.data import load_gsm8k
-    from helpers.models import live_vllm_models, uses_vllm
+    from helpers.evaluation.before_after import decoding
+    from helpers.evaluation.adapters import load_merged
+    from helpers.data.gsm8k import load_gsm8k
+    from helpers.training.models import live_vllm_models, uses_vllm
 
     model, tokenizer, adapter = t4_model
     engine = model.vllm_engine
@@ -299,11 +300,11 @@ def test_release_drops_every_reference_to_the_engine_and_the_policy_is_freed_bef
 
     import transformers
 
-    from helpers.comparison import save_merged
-    from helpers.data import load_gsm8k
-    from helpers.models import ENGINE_ATTRIBUTES, load_model
+    from helpers.evaluation.adapters import save_merged
+    from helpers.data.gsm8k import load_gsm8k
+    from helpers.training.models import ENGINE_ATTRIBUTES, load_model
 
-    from helpers.models import release, uses_vllm
+    from helpers.training.models import release, uses_vllm
 
     model, tokenizer = load_model(PROFILES["t4"])
     holders = [m for m in [model, *model.modules()] if set(vars(m)) & set(ENGINE_ATTRIBUTES)]
@@ -332,8 +333,8 @@ def test_release_drops_every_reference_to_the_engine_and_the_policy_is_freed_bef
     namespace = {"model": model, "tokenizer": tokenizer, "profile": PROFILES["t4"], "MERGED_DIR": merged_dir,
                  "question": load_gsm8k("test", n=1)[0], "greedy": dict(max_new_tokens=4, temperature=0),
                  "with_lora": ""}
-    exec("from helpers.comparison import load_merged\nfrom helpers.grading import extract_answer\n"
-         "from helpers.models import generate, uses_vllm", namespace)
+    exec("from helpers.evaluation.adapters import load_merged\nfrom helpers.grading import extract_answer\n"
+         "from helpers.training.generation import generate\nfrom helpers.training.models import uses_vllm", namespace)
     del model
     gc.disable()  # only the code under test collects
     try:
@@ -348,7 +349,7 @@ def test_notebook_06_reads_a_drive_adapter_and_merges_to_local_disk(fake, t4_mod
     profile in Colab), and the merged model is written under ROOT, not into the Drive run folder."""
     import shutil
 
-    from helpers.models import uses_vllm
+    from helpers.training.models import uses_vllm
 
     model, tokenizer, adapter = t4_model
     mount = tmp_path / "content" / "drive"
@@ -363,7 +364,7 @@ def test_notebook_06_reads_a_drive_adapter_and_merges_to_local_disk(fake, t4_mod
     colab.drive = types.SimpleNamespace(mount=drive_mount)
     monkeypatch.setitem(sys.modules, "google", types.ModuleType("google"))
     monkeypatch.setitem(sys.modules, "google.colab", colab)
-    monkeypatch.setattr("helpers.persist.DRIVE_MOUNT", mount)
+    monkeypatch.setattr("helpers.colab.persist.DRIVE_MOUNT", mount)
     for name in ("GRPO_DRIVE", "GRPO_DRIVE_DIR", "GRPO_ADAPTER", "GRPO_ADAPTER_DIR", "GRPO_QUICK"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("GRPO_PROFILE", "t4")
@@ -374,7 +375,7 @@ def test_notebook_06_reads_a_drive_adapter_and_merges_to_local_disk(fake, t4_mod
     assert namespace["USE_DRIVE"] and mounted == [str(mount)]
     assert namespace["ADAPTER_DIR"] == run_on_drive / "lora_adapter"
     namespace.update(model=model, tokenizer=tokenizer, uses_vllm=uses_vllm, test_ds=__import__(
-        "helpers.data", fromlist=["load_gsm8k"]).load_gsm8k("test", n=1))
+        "helpers.data.gsm8k", fromlist=["load_gsm8k"]).load_gsm8k("test", n=1))
     exec(cell("06", "ce4db054"), namespace)  # generate with the LoRA, save the merged model
     assert namespace["MERGED_DIR"] == root / "outputs" / "grpo-t4" / "merged"
     assert (root / "outputs" / "grpo-t4" / "merged" / "config.json").exists()
@@ -387,7 +388,7 @@ def test_the_vllm_engine_seed_is_load_vllms_default_whatever_the_profile_says(fa
     FastLlamaModel.from_pretrained takes random_state as its own parameter and builds load_vllm's
     arguments without it (only names left in **kwargs are forwarded), so load_vllm's default seeds
     the engine. helpers.models says so (VLLM_ENGINE_SEED) and notebook 05 tells the learner."""
-    from helpers.models import VLLM_ENGINE_SEED, load_model
+    from helpers.training.models import VLLM_ENGINE_SEED, load_model
 
     llama = source("unsloth", "unsloth/models/llama.py")
     fn = _function(llama, "FastLlamaModel.from_pretrained")
@@ -411,8 +412,8 @@ def test_the_vllm_engine_seed_is_load_vllms_default_whatever_the_profile_says(fa
 def test_evaluation_hands_vllm_hundreds_of_prompts_per_call(fake, t4_model, gsm8k_dir):
     """Issue 18, 6: notebook 06 gave vLLM 16 questions a call (2 x 1,319 / 16 = 166 calls); it
     now uses default_batch_size: 256 a call with vLLM, 6 calls a side for the whole test split."""
-    from helpers.data import load_gsm8k
-    from helpers.evaluation import VLLM_BATCH, default_batch_size
+    from helpers.data.gsm8k import load_gsm8k
+    from helpers.evaluation.scoring import VLLM_BATCH, default_batch_size
 
     model, tokenizer, adapter = t4_model
     test = load_gsm8k("test", n=300)

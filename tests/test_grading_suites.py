@@ -1,7 +1,7 @@
 """The grader against answer-equivalence cases other projects wrote (issue 20).
 
 ``tests/data/external_grading_cases.json`` holds the cases, each with its source (repo, commit,
-file, test name) and the verdict that project expects; ``benchmarks/collect_grading_cases.py``
+file, test name) and the verdict that project expects; ``tools/collect_grading_cases.py``
 collected them from Math-Verify, the MATH dataset's ``is_equiv`` tests, open-instruct, open-r1
 and TRL. ``scope`` says whether a case is what a GSM8K grader must handle (``number``: numbers,
 money, units, fractions, radicals, simple LaTeX), something else (``other``: sets, intervals,

@@ -1,10 +1,10 @@
-"""The hardware pick and the single source of precision (helpers.hardware), on CPU with fake GPUs."""
+"""The hardware pick and the single source of precision (helpers.training.hardware), on CPU with fake GPUs."""
 
 import pytest
 
-from helpers.hardware import GPU, mixed_precision_flags, pick_profile_name, precision, torch_dtype
-from helpers.profiles import PROFILES, get_profile
-from helpers.training import build_grpo_config
+from helpers.training.hardware import GPU, mixed_precision_flags, pick_profile_name, precision, torch_dtype
+from helpers.training.profiles import PROFILES, get_profile
+from helpers.training.trainer import build_grpo_config
 
 T4 = GPU("Tesla T4", (7, 5), 14.7)
 L4 = GPU("NVIDIA L4", (8, 9), 22.5)
@@ -25,8 +25,8 @@ def test_hardware_pick(gpu, unsloth, expected):
 
 def test_pick_is_printed_with_its_reason(monkeypatch, capsys):
     monkeypatch.delenv("GRPO_PROFILE", raising=False)
-    monkeypatch.setattr("helpers.hardware.gpu_info", lambda: L4)
-    monkeypatch.setattr("helpers.hardware.unsloth_installed", lambda: True)
+    monkeypatch.setattr("helpers.training.hardware.gpu_info", lambda: L4)
+    monkeypatch.setattr("helpers.training.hardware.unsloth_installed", lambda: True)
     assert get_profile().name == "bf16"
     out = capsys.readouterr().out
     assert "Using the bf16 profile (NVIDIA L4 (compute capability 8.9, 22.5 GiB, bf16)" in out
@@ -60,13 +60,13 @@ def test_bf16_profile_on_a_t4_is_a_clear_error():
 
 def test_bug_bf16_gpu_got_fp16_config_while_unsloth_loads_bf16(monkeypatch, tmp_path):
     """Bug (issue 10, 2): the profile forced fp16=True while Unsloth loads bf16 where the GPU has it.
-    Now the GRPOConfig flags follow helpers.hardware.precision, as the model's dtype does."""
-    monkeypatch.setattr("helpers.hardware.gpu_info", lambda: L4)
+    Now the GRPOConfig flags follow helpers.training.hardware.precision, as the model's dtype does."""
+    monkeypatch.setattr("helpers.training.hardware.gpu_info", lambda: L4)
     config = build_grpo_config(PROFILES["bf16"], tmp_path)
     assert config.bf16 and not config.fp16
     config = build_grpo_config(PROFILES["cuda"], tmp_path)
     assert config.bf16 and not config.fp16
-    monkeypatch.setattr("helpers.hardware.gpu_info", lambda: T4)
+    monkeypatch.setattr("helpers.training.hardware.gpu_info", lambda: T4)
     config = build_grpo_config(PROFILES["cuda"], tmp_path)
     assert config.fp16 and not config.bf16
 

@@ -1,12 +1,12 @@
-"""helpers.heldout: held-out accuracy during training, written beside the reward."""
+"""helpers.training.callbacks: held-out accuracy during training, written beside the reward."""
 
 import csv
 from types import SimpleNamespace
 
 import pytest
 
-import helpers.models
-from helpers.heldout import COLUMNS, HeldoutAccuracy, score_heldout
+import helpers.training.generation
+from helpers.training.callbacks import HELDOUT_COLUMNS, HeldoutAccuracy, score_heldout
 
 ROWS = [{"question": f"What is {a} + 1?", "answer": str(a + 1)} for a in range(4)]
 
@@ -14,7 +14,7 @@ ROWS = [{"question": f"What is {a} + 1?", "answer": str(a + 1)} for a in range(4
 def test_score_heldout_tells_the_answer_block_from_the_last_number():
     texts = ["<answer>1</answer>", "so it is 2", "<answer>9</answer> no, 3", "nothing"]
     got = score_heldout(texts, ["1", "2", "3", "4"])
-    assert got == {COLUMNS[0]: 0.25, COLUMNS[1]: 0.75}
+    assert got == {HELDOUT_COLUMNS[0]: 0.25, HELDOUT_COLUMNS[1]: 0.75}
     with pytest.raises(ValueError):
         score_heldout(["x"], ["1", "2"])
 
@@ -34,7 +34,7 @@ def test_the_callback_evaluates_at_step_0_every_n_steps_and_at_the_end(monkeypat
         right = len(calls) % 2  # alternately all right, all wrong
         return [f"<answer>{int(p[-1]['content'].split()[2]) + right}</answer>" for p in prompts]
 
-    monkeypatch.setattr(helpers.models, "generate", fake_generate)
+    monkeypatch.setattr(helpers.training.generation, "generate", fake_generate)
     metrics = SimpleNamespace(rows=[])
     cb = HeldoutAccuracy(ROWS, tokenizer=None, every=2, metrics=metrics)
     model = FakeModel()
@@ -48,20 +48,20 @@ def test_the_callback_evaluates_at_step_0_every_n_steps_and_at_the_end(monkeypat
         logged[step] = logs
     assert [s for s, _ in cb.history] == [0, 2, 4, 5]
     assert set(calls) == {0.0}  # greedy
-    assert metrics.rows[0]["step"] == 0 and metrics.rows[0][COLUMNS[0]] == 1.0
-    assert COLUMNS[0] in logged[2] and COLUMNS[0] not in logged[3] and COLUMNS[0] in logged[5]
-    assert [v[COLUMNS[0]] for _, v in cb.history] == [1.0, 0.0, 1.0, 0.0]
+    assert metrics.rows[0]["step"] == 0 and metrics.rows[0][HELDOUT_COLUMNS[0]] == 1.0
+    assert HELDOUT_COLUMNS[0] in logged[2] and HELDOUT_COLUMNS[0] not in logged[3] and HELDOUT_COLUMNS[0] in logged[5]
+    assert [v[HELDOUT_COLUMNS[0]] for _, v in cb.history] == [1.0, 0.0, 1.0, 0.0]
     assert model.training  # train mode restored
     with pytest.raises(ValueError):
         HeldoutAccuracy(ROWS, None, every=0)
 
 
 def test_train_writes_the_heldout_curve_into_metrics_csv(tiny_model_dir, tmp_path):
-    from helpers.models import load_model
-    from helpers.problems import make_problems, problems_dataset
-    from helpers.profiles import PROFILES
+    from helpers.training.models import load_model
+    from helpers.data.problems import make_problems, problems_dataset
+    from helpers.training.profiles import PROFILES
     from helpers.rewards import REWARD_FUNCS
-    from helpers.training import train
+    from helpers.training.trainer import train
 
     profile = PROFILES["cpu"].replace(max_completion_length=8, max_steps=2, heldout_every=1,
                                       num_generations=4, per_device_train_batch_size=4)
@@ -73,7 +73,7 @@ def test_train_writes_the_heldout_curve_into_metrics_csv(tiny_model_dir, tmp_pat
         rows = list(csv.DictReader(f))
     assert [r["step"] for r in rows] == ["0", "1", "2"]
     assert rows[0]["reward"] == "" and rows[1]["reward"] != ""  # step 0: before any rollout
-    assert all(r[COLUMNS[0]] != "" and 0 <= float(r[COLUMNS[0]]) <= 1 for r in rows)
+    assert all(r[HELDOUT_COLUMNS[0]] != "" and 0 <= float(r[HELDOUT_COLUMNS[0]]) <= 1 for r in rows)
     assert [s for s, _ in run.heldout] == [0, 1, 2]
     assert run.curves_png.stat().st_size > 10_000
 
@@ -84,10 +84,10 @@ def test_an_evaluation_leaves_the_rollouts_random_stream_where_it_was(monkeypatc
     import torch
 
     def seeding_generate(model, tokenizer, prompts, **kwargs):
-        torch.manual_seed(0)  # what helpers.models.generate does
+        torch.manual_seed(0)  # what helpers.training.generation.generate does
         return ["<answer>0</answer>"] * len(prompts)
 
-    monkeypatch.setattr(helpers.models, "generate", seeding_generate)
+    monkeypatch.setattr(helpers.training.generation, "generate", seeding_generate)
     torch.manual_seed(3407)
     expected = torch.rand(3)
     torch.manual_seed(3407)

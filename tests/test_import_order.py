@@ -24,13 +24,14 @@ LOADERS = {"load_model", "load_with_adapter", "train", "train_cold_start", "run_
 
 
 def _imported_modules(node) -> list[str]:
-    """Absolute module names an import statement loads (``helpers.x`` for relative ones in helpers)."""
+    """Absolute module names an import statement loads (``helpers.x.y`` for ``from helpers.x import y``
+    when ``helpers/x/y.py`` is a module)."""
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
     if isinstance(node, ast.ImportFrom):
-        base = ("helpers." + (node.module or "")).rstrip(".") if node.level else node.module
-        if base == "helpers":  # from helpers import grpo -> helpers.grpo
-            return [f"helpers.{alias.name}" for alias in node.names]
+        base = node.module
+        if base and (REPO / base.replace(".", "/")).is_dir():  # from helpers.training import trainer
+            return [f"{base}.{alias.name}" for alias in node.names]
         return [base]
     return []
 
@@ -38,8 +39,9 @@ def _imported_modules(node) -> list[str]:
 def heavy_helpers() -> set[str]:
     """``helpers`` modules whose module-level imports pull in transformers, trl or peft."""
     direct = {}
-    for path in (REPO / "helpers").glob("*.py"):
-        name = "helpers" if path.stem == "__init__" else f"helpers.{path.stem}"
+    for path in (REPO / "helpers").rglob("*.py"):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         direct[name] = [m for node in ast.parse(path.read_text()).body for m in _imported_modules(node)]
     heavy, changed = set(), True
     while changed:
@@ -94,14 +96,15 @@ def order_problem(stmts, heavy: set[str]) -> str | None:
 
 def test_the_static_analysis_knows_which_helpers_pull_in_transformers():
     heavy = heavy_helpers()
-    assert "helpers.training" in heavy  # from transformers import TrainerCallback
-    assert not heavy & {"helpers.profiles", "helpers.models", "helpers.hardware", "helpers.data",
-                        "helpers.pipeline", "helpers", "helpers.persist"}
+    assert {"helpers.training.trainer", "helpers.training.callbacks"} <= heavy  # transformers' TrainerCallback
+    assert not heavy & {"helpers.training.profiles", "helpers.training.models", "helpers.training.hardware",
+                        "helpers.data.gsm8k", "helpers.training.pipeline", "helpers", "helpers.colab.persist",
+                        "helpers.evaluation.reports", "helpers.loop", "helpers.grpo"}
 
 
 def test_a_wrong_order_is_caught():
-    wrong = ast.parse("from helpers.training import train\nprofile = get_profile()\nimport_backend(profile)").body
-    assert "helpers.training" in order_problem(wrong, heavy_helpers())
+    wrong = ast.parse("from helpers.training.trainer import train\nprofile = get_profile()\nimport_backend(profile)").body
+    assert "helpers.training.trainer" in order_problem(wrong, heavy_helpers())
     wrong = ast.parse("import peft\nimport unsloth").body
     assert "peft" in order_problem(wrong, set())
     right = ast.parse("profile = get_profile()\nimport_backend(profile)\nimport peft").body
@@ -174,9 +177,9 @@ def test_cli_imports_the_backend_first(command, tmp_path):
         (adapter / name).write_text("{}")
     stop = "def stop(*a, **k):\n    raise SystemExit(0)\n"
     code = stop + (
-        "import helpers.pipeline, helpers.data\n"
-        "helpers.pipeline.run_pipeline = stop\nhelpers.data.load_gsm8k = stop\n"
-        "from helpers.__main__ import main\n"
+        "import helpers.training.pipeline, helpers.data.gsm8k\n"
+        "helpers.training.pipeline.run_pipeline = stop\nhelpers.data.gsm8k.load_gsm8k = stop\n"
+        "from helpers.cli import main\n"
         f"try:\n    main({[command, '--profile', 't4', '--output-dir', str(tmp_path)] if command == 'train' else [command, '--profile', 't4', '--adapter', str(adapter)]!r})\n"
         "except SystemExit:\n    pass\n" + REPORT)
     assert _report(_run(code, tmp_path)) == {"unsloth": True, "before": []}

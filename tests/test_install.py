@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers.colab import INSTALL_CELL
-from helpers.hardware import GPU
-from helpers.install import (CONSTRAINTS, MARKER, STACK_BOUNDS, RestartRequired, choose_stack, gpu_from_smi,
-                             install_once, pip_commands, runtime_pins)
-from helpers.models import standby_gpu_memory_utilization
+from helpers.colab.cells import INSTALL_CELL
+from helpers.training.hardware import GPU
+from helpers.colab.install import CONSTRAINTS, MARKER, STACK_BOUNDS, RestartRequired, choose_stack, gpu_from_smi, install_once, pip_commands, runtime_pins
+from helpers.training.models import standby_gpu_memory_utilization
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -197,7 +196,7 @@ def test_a_notebook_without_a_gpu_installs_the_cpu_stack_once(tmp_path):
 
 
 def test_the_installer_runs_the_stack_asked_for(monkeypatch, capsys):
-    import helpers.install as install
+    import helpers.colab.install as install
 
     ran = []
     monkeypatch.setattr(install, "gpu_from_smi", lambda: GPU("Tesla T4", (7, 5), 14.7))

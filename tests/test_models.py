@@ -1,7 +1,8 @@
 import pytest
 
-from helpers.models import ModelSourceError, generate, load_model, resolve_model_source, smollm2_checkpoint
-from helpers.profiles import PROFILES
+from helpers.training.models import ModelSourceError, load_model, resolve_model_source, smollm2_checkpoint
+from helpers.training.generation import generate
+from helpers.training.profiles import PROFILES
 
 
 def test_smollm2_loads_from_packaged_gguf_into_a_trainable_model(smollm2_dir):
@@ -80,7 +81,7 @@ def test_import_backend_refuses_unsloth_after_transformers(monkeypatch):
     warns and trains unpatched. Now the late import is an error that says what to do."""
     import sys
 
-    from helpers.models import import_backend
+    from helpers.training.models import import_backend
 
     import transformers  # noqa: F401  (as any earlier cell would have)
 
@@ -97,7 +98,7 @@ def test_cuda_profile_runs_without_unsloth_or_vllm(monkeypatch, tiny_model_dir, 
 
     from peft import PeftModel
 
-    from helpers.training import build_grpo_config
+    from helpers.training.trainer import build_grpo_config
 
     monkeypatch.setitem(sys.modules, "unsloth", None)  # `import unsloth` / `import vllm` would raise
     monkeypatch.setitem(sys.modules, "vllm", None)
@@ -112,10 +113,10 @@ def test_a_16_bit_transformers_model_goes_to_the_gpu_and_the_cpu_run_stays(monke
     """The cuda profile generates with HF generate: on the GPU, not on the CPU it was loaded on."""
     import torch
 
-    from helpers.hardware import GPU
+    from helpers.training.hardware import GPU
 
     moved = []
-    monkeypatch.setattr("helpers.hardware.gpu_info", lambda: GPU("NVIDIA L4", (8, 9), 22.5))
+    monkeypatch.setattr("helpers.training.hardware.gpu_info", lambda: GPU("NVIDIA L4", (8, 9), 22.5))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.nn.Module, "to", lambda self, *args, **kwargs: moved.append(args) or self)
     model, _ = load_model(PROFILES["cuda"], tiny_model_dir, lora=False)
@@ -134,7 +135,7 @@ def test_free_gpu_memory_collects_a_deleted_cycle_and_names_the_numbers(monkeypa
     after the del: it collects first, then reads the free memory, and refuses with the numbers."""
     import torch
 
-    from helpers.models import GPUMemoryError, free_gpu_memory
+    from helpers.training.models import GPUMemoryError, free_gpu_memory
 
     gib, held = 2**30, set()
 

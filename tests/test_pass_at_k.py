@@ -5,7 +5,8 @@ from itertools import combinations
 
 import pytest
 
-from helpers.pass_at_k import bootstrap_interval, correct_counts, pass_at_k, pass_at_k_summary
+from helpers.evaluation.stats import bootstrap_interval, pass_at_k, pass_at_k_summary
+from helpers.evaluation.pass_at_k import correct_counts
 
 
 @pytest.mark.parametrize("n,c,k", [(8, 0, 1), (8, 1, 1), (8, 3, 2), (8, 3, 4), (8, 5, 4), (8, 8, 8), (5, 2, 3)])
@@ -48,7 +49,7 @@ def test_summary_and_interval():
 
 def test_correct_counts_grade_each_problems_n_samples(monkeypatch):
     """Each problem's n samples are consecutive rows of one generate call (they share a prompt pass)."""
-    import helpers.models
+    import helpers.training.generation
 
     calls = []
 
@@ -57,7 +58,7 @@ def test_correct_counts_grade_each_problems_n_samples(monkeypatch):
         return [f"<answer>{int(p[-1]['content'].split()[-1]) + (i % 3 != 0)}</answer>"
                 for i, p in enumerate(prompts)]  # rows 0, 3, 6 of each call are right
 
-    monkeypatch.setattr(helpers.models, "generate", fake_generate)
+    monkeypatch.setattr(helpers.training.generation, "generate", fake_generate)
     rows = [{"question": f"what is {a}", "answer": str(a)} for a in (5, 7, 9)]
     counts = correct_counts(None, None, rows, n=4, temperature=0.8, batch_size=8)
     assert calls == [(8, 0.8), (4, 0.8)]  # 2 problems x 4 samples, then the last problem

@@ -6,9 +6,8 @@ import types
 
 import pytest
 
-from helpers.persist import (drive_cost, drive_default, drive_dir, locate_adapter, merged_dir, missing_adapter_help,
-                             on_drive, output_dir, pull_adapter, push_adapter)
-from helpers.profiles import PROFILES
+from helpers.colab.persist import drive_cost, drive_default, drive_dir, locate_adapter, merged_dir, missing_adapter_help, on_drive, output_dir, pull_adapter, push_adapter
+from helpers.training.profiles import PROFILES
 
 
 def make_adapter(folder):
@@ -38,7 +37,7 @@ def colab(monkeypatch, tmp_path):
     module.drive = types.SimpleNamespace(mount=mount)
     monkeypatch.setitem(sys.modules, "google", types.ModuleType("google"))
     monkeypatch.setitem(sys.modules, "google.colab", module)
-    monkeypatch.setattr("helpers.persist.DRIVE_MOUNT", mount_point)
+    monkeypatch.setattr("helpers.colab.persist.DRIVE_MOUNT", mount_point)
     return types.SimpleNamespace(mounted=mounted, mount_point=mount_point)
 
 
@@ -116,7 +115,7 @@ def test_what_a_t4_run_costs_on_drive():
 
 
 def test_drive_outside_colab_says_what_to_do(no_drive_env, tmp_path, monkeypatch):
-    monkeypatch.setattr("helpers.persist.DRIVE_MOUNT", tmp_path / "nothing")
+    monkeypatch.setattr("helpers.colab.persist.DRIVE_MOUNT", tmp_path / "nothing")
     monkeypatch.setitem(sys.modules, "google.colab", None)
     with pytest.raises(RuntimeError, match="set GRPO_DRIVE_DIR"):
         drive_dir()

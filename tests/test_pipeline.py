@@ -5,8 +5,10 @@ import json
 
 import pytest
 
-from helpers.pipeline import PAIRED, RECORDS_FILE, SUMMARY_FILE, load_summary, run_pipeline, save_reference
-from helpers.profiles import PROFILES, shortened
+from helpers.evaluation.reports import PAIRED
+from helpers.evaluation.reports import RECORDS_FILE, SUMMARY_FILE, load_summary, save_reference
+from helpers.training.pipeline import run_pipeline
+from helpers.training.profiles import PROFILES, shortened
 
 pytestmark = pytest.mark.slow
 
@@ -117,7 +119,7 @@ def test_unknown_reward_set_and_missing_cold_start_are_refused(tmp_path):
 
 def test_make_train_command_at_smoke_size_on_smollm2(smollm2_dir, tmp_path, capsys, gsm8k_dir):
     """`python -m helpers train --quick`: the real model through every stage, the table printed."""
-    from helpers.__main__ import main
+    from helpers.cli import main
 
     assert main(["train", "--profile", "cpu", "--quick", "--output-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
@@ -146,18 +148,18 @@ def test_reference_copy_keeps_outcomes_but_no_gsm8k_text(smoke_run, tmp_path):
 
 def test_a_reused_cold_start_is_recorded_with_its_examples():
     # Bug: a run with --cold-start DIR recorded cold_start_examples 0, as if it had none.
-    from helpers.pipeline import build_summary
+    from helpers.evaluation.reports import pipeline_summary
 
     profile = PROFILES["cpu"].replace(cold_start_examples=96)
-    summary = build_summary(profile, {}, {}, reward_set="layout", dataset=None, reused_cold_start="outputs/a/cold_start")
+    summary = pipeline_summary(profile, {}, {}, reward_set="layout", dataset=None, reused_cold_start="outputs/a/cold_start")
     assert summary["cold_start_examples"] == 96 + 120 and summary["cold_start_reused"] == "outputs/a/cold_start"
-    fresh = build_summary(profile.replace(cold_start_examples=0), {}, {}, reward_set="checked", dataset=None)
+    fresh = pipeline_summary(profile.replace(cold_start_examples=0), {}, {}, reward_set="checked", dataset=None)
     assert fresh["cold_start_examples"] == 0 and fresh["cold_start_reused"] is None
 
 
 def test_outcomes_by_kind_counts_gains_losses_and_p_per_kind():
-    from helpers.pipeline import outcomes_by_kind
-    from helpers.problems import make_problems
+    from helpers.evaluation.reports import outcomes_by_kind
+    from helpers.data.problems import make_problems
 
     problems = make_problems(8, ops=1, split="test", seed=0)  # kinds in turn: add, sub, mul, div, add, ...
     before = [True, False, True, False, True, False, False, False]

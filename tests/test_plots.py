@@ -2,7 +2,7 @@ import csv
 
 import pytest
 
-from helpers.plots import plot_training_curves
+from helpers.evaluation.plots import plot_training_curves
 
 
 def _write(path, columns, rows=3):
@@ -24,7 +24,7 @@ def test_the_third_panel_shows_kl_or_without_it_the_flat_groups(tmp_path, column
 
 
 def test_heldout_runs_plots_problems_right_per_step_and_dashes_the_placebo():
-    from helpers.plots import plot_heldout_runs
+    from helpers.evaluation.plots import plot_heldout_runs
 
     points = [{"step": 0, "heldout/accuracy": 0.25}, {"step": 4, "heldout/accuracy": 0.5}]
     fig = plot_heldout_runs({"seed 1": points, "placebo": points[:1]}, n=32, show=False)
@@ -35,7 +35,7 @@ def test_heldout_runs_plots_problems_right_per_step_and_dashes_the_placebo():
 
 @pytest.mark.parametrize("runs", [{}, {"seed 1": []}])
 def test_heldout_runs_refuses_nothing_to_plot(runs):
-    from helpers.plots import plot_heldout_runs
+    from helpers.evaluation.plots import plot_heldout_runs
 
     with pytest.raises(ValueError):
         plot_heldout_runs(runs, n=32, show=False)

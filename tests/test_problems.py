@@ -1,10 +1,10 @@
-"""helpers.problems: course-written word problems, deterministic, right, and apart between splits."""
+"""helpers.data.problems: course-written word problems, deterministic, right, and apart between splits."""
 
 import re
 
 import pytest
 
-from helpers.problems import KINDS, TEST_SHARE, make_problems, problems_dataset, split_of
+from helpers.data.problems import KINDS, TEST_SHARE, make_problems, problems_dataset, split_of
 
 
 @pytest.mark.parametrize("ops", sorted(KINDS))
@@ -53,8 +53,8 @@ def test_bad_knobs_fail_with_a_clear_error(monkeypatch):
         make_problems(3, split="valid")
     with pytest.raises(ValueError, match="not 1-operation kinds"):
         make_problems(3, kinds=["mul_add"])
-    monkeypatch.setattr("helpers.problems.NAMES", (("Ava", "she"), ("Liam", "he")))
-    monkeypatch.setattr("helpers.problems.OBJECTS", ("apples",))
+    monkeypatch.setattr("helpers.data.problems.NAMES", (("Ava", "she"), ("Liam", "he")))
+    monkeypatch.setattr("helpers.data.problems.OBJECTS", ("apples",))
     with pytest.raises(ValueError, match="distinct"):  # 3 wordings x 16 sums x 2 names: fails, never hangs
         make_problems(500, ops=1, max_number=5, kinds=["add"])
 
@@ -69,8 +69,8 @@ def test_problems_dataset_is_shaped_like_gsm8k():
 @pytest.mark.parametrize("ops", [1, 2, 3])
 def test_every_worked_solution_earns_the_full_reward_with_its_prompt(ops):
     # bug found in review: "81 / 9 = 9" (9 is in the question) earned no format reward
-    from helpers.cold_start import format_solution
-    from helpers.data import make_prompt
+    from helpers.training.cold_start import format_solution
+    from helpers.data.gsm8k import make_prompt
     from helpers.rewards import REWARD_FUNCS
 
     problems = make_problems(200, ops=ops, split="train", seed=1000)  # the cold start's draw

@@ -1,9 +1,9 @@
 import pytest
 
-from helpers.curriculum import Phase
-from helpers.hardware import GPU
-from helpers.profiles import PROFILES, get_profile
-from helpers.training import build_grpo_config
+from helpers.data.curriculum import Phase
+from helpers.training.hardware import GPU
+from helpers.training.profiles import PROFILES, get_profile
+from helpers.training.trainer import build_grpo_config
 
 T4_GPU = GPU("Tesla T4", (7, 5), 14.7)
 L4_GPU = GPU("NVIDIA L4", (8, 9), 22.5)
@@ -11,14 +11,14 @@ L4_GPU = GPU("NVIDIA L4", (8, 9), 22.5)
 
 def test_auto_pick_without_gpu_is_cpu(monkeypatch, capsys):
     monkeypatch.delenv("GRPO_PROFILE", raising=False)
-    monkeypatch.setattr("helpers.hardware.gpu_info", lambda: None)
+    monkeypatch.setattr("helpers.training.hardware.gpu_info", lambda: None)
     assert get_profile().name == "cpu"
     assert "CPU profile (no CUDA GPU)" in capsys.readouterr().out
 
 
 def test_gpu_picks_t4_and_env_and_argument_override(monkeypatch, capsys):
-    monkeypatch.setattr("helpers.hardware.gpu_info", lambda: T4_GPU)
-    monkeypatch.setattr("helpers.hardware.unsloth_installed", lambda: True)
+    monkeypatch.setattr("helpers.training.hardware.gpu_info", lambda: T4_GPU)
+    monkeypatch.setattr("helpers.training.hardware.unsloth_installed", lambda: True)
     monkeypatch.delenv("GRPO_PROFILE", raising=False)
     assert get_profile().name == "t4"
     assert "Using the t4 profile (Tesla T4 (compute capability 7.5" in capsys.readouterr().out
@@ -81,7 +81,7 @@ def test_cpu_profile_is_the_measured_learning_run():
 
 @pytest.mark.parametrize("name", ["t4", "cpu"])
 def test_shortened_keeps_the_objective_and_a_valid_group_shape(tmp_path, name):
-    from helpers.profiles import shortened
+    from helpers.training.profiles import shortened
 
     full, quick = PROFILES[name], shortened(PROFILES[name])
     assert quick.name == f"{name}-quick" and quick.max_steps == 2 and quick.eval_questions == 4
@@ -92,7 +92,7 @@ def test_shortened_keeps_the_objective_and_a_valid_group_shape(tmp_path, name):
 
 
 def test_quick_is_requested_by_the_environment(monkeypatch):
-    from helpers.profiles import quick_requested
+    from helpers.training.profiles import quick_requested
 
     for value, expected in (("1", True), ("yes", True), ("0", False), ("", False)):
         monkeypatch.setenv("GRPO_QUICK", value)
@@ -102,7 +102,7 @@ def test_quick_is_requested_by_the_environment(monkeypatch):
 
 
 def test_sft_config_trains_the_completion_in_the_profiles_precision(tmp_path):
-    from helpers.cold_start import build_sft_config
+    from helpers.training.cold_start import build_sft_config
 
     config = build_sft_config(PROFILES["cpu"], tmp_path)
     assert config.completion_only_loss is True and not config.bf16 and not config.fp16
@@ -111,7 +111,7 @@ def test_sft_config_trains_the_completion_in_the_profiles_precision(tmp_path):
 
 
 def test_bf16_profile_is_the_t4_recipe_on_qwen_7b(tmp_path, monkeypatch):
-    monkeypatch.setattr("helpers.hardware.gpu_info", lambda: L4_GPU)
+    monkeypatch.setattr("helpers.training.hardware.gpu_info", lambda: L4_GPU)
     bf16, t4 = PROFILES["bf16"], PROFILES["t4"]
     assert (bf16.model_id, bf16.backend, bf16.load_in_4bit, bf16.fast_inference, bf16.precision) == \
         ("unsloth/Qwen2.5-7B-Instruct", "unsloth", True, True, "bf16")
@@ -122,7 +122,7 @@ def test_bf16_profile_is_the_t4_recipe_on_qwen_7b(tmp_path, monkeypatch):
 
 
 def test_cuda_profile_is_plain_trl_with_peft(tmp_path, monkeypatch):
-    monkeypatch.setattr("helpers.hardware.gpu_info", lambda: T4_GPU)
+    monkeypatch.setattr("helpers.training.hardware.gpu_info", lambda: T4_GPU)
     cuda = PROFILES["cuda"]
     assert (cuda.model_id, cuda.backend, cuda.load_in_4bit, cuda.fast_inference) == \
         ("Qwen/Qwen2.5-0.5B-Instruct", "transformers", False, False)
@@ -143,7 +143,7 @@ def test_gpu_profiles_save_checkpoints_and_the_cpu_run_does_not(tmp_path, name, 
 
 
 def test_format_recipe_is_the_first_reference_runs_recipe():
-    from helpers.profiles import format_recipe, shortened
+    from helpers.training.profiles import format_recipe, shortened
 
     first = format_recipe(PROFILES["cpu"])
     assert (first.cold_start_examples, first.cold_start_problems, first.curriculum) == (160, 0, ())

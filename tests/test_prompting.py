@@ -4,10 +4,7 @@ import json
 import pytest
 
 from helpers.grading import extract_answer, is_equivalent
-from helpers.prompting import (COT_EXAMPLE_QUESTION, COT_EXAMPLE_SOLUTION, ZERO_SHOT_COT_TRIGGER,
-                               cot_prompt, direct_prompt, extract_direct, few_shot_examples,
-                               few_shot_prompt, last_number, long_cot_prompt, majority_vote,
-                               make_few_shot, strategies, worked_solution, zero_shot_cot_prompt)
+from helpers.data.prompting import COT_EXAMPLE_QUESTION, COT_EXAMPLE_SOLUTION, ZERO_SHOT_COT_TRIGGER, cot_prompt, direct_prompt, extract_direct, few_shot_examples, few_shot_prompt, last_number, long_cot_prompt, majority_vote, make_few_shot, strategies, worked_solution, zero_shot_cot_prompt
 
 Q = "Tom has 3 boxes of 5 pens. He loses 2 pens. How many pens does he have?"
 
@@ -88,7 +85,7 @@ def test_few_shot_draw_is_seeded(gsm8k_dir):
 
 
 def test_few_shot_on_the_embedded_sample_stays_in_train(monkeypatch):
-    from helpers.data import sample_rows
+    from helpers.data.gsm8k import sample_rows
 
     monkeypatch.delenv("GSM8K_DIR", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

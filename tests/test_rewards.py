@@ -5,7 +5,7 @@ import json
 import pytest
 
 from helpers import rewards as R
-from helpers.data import extract_hash_answer
+from helpers.data.gsm8k import extract_hash_answer
 from helpers.grading import GradingWarning
 
 GOLD = "<reasoning>\nFirst 3*4=12.\nThen 12+6=18.\n</reasoning>\n<answer>\n18\n</answer>\n"
@@ -79,8 +79,8 @@ def test_plain_string_completions_and_reward_list():
     assert [f.__name__ for f in R.REWARD_FUNCS] == [
         "xmlcount_reward_func", "soft_format_reward_func", "strict_format_reward_func",
         "int_reward_func", "correctness_reward_func"]
-    seed_names = ["seed_" + f.__name__ for f in R.REWARD_FUNCS]
-    assert [f.__name__ for f in R.SEED_REWARD_FUNCS] == seed_names
+    original_names = ["original_" + f.__name__ for f in R.REWARD_FUNCS]
+    assert [f.__name__ for f in R.ORIGINAL_REWARD_FUNCS] == original_names
 
 
 def test_bad_inputs_raise_clear_errors():
@@ -91,7 +91,7 @@ def test_bad_inputs_raise_clear_errors():
 
 
 def test_seed_failures_that_the_course_shows():
-    seeds = dict(zip(FIXED, R.SEED_REWARD_FUNCS))
+    seeds = dict(zip(FIXED, R.ORIGINAL_REWARD_FUNCS))
     assert score(GOLD, funcs=seeds)["strict"] == 0.0  # multi-line reasoning never matches
     assert score(GOLD, funcs=seeds)["soft"] == 0.0
     assert score(formatted("$1,234"), "1234", funcs=seeds)["correct"] == 0.0  # right, unpaid
@@ -117,7 +117,7 @@ FORMAT_ONLY = {k: FIXED[k] for k in ("xml", "soft", "strict")}
 
 
 def test_the_system_prompt_holds_the_template_that_gets_copied():
-    from helpers.data import SYSTEM_PROMPT
+    from helpers.data.gsm8k import SYSTEM_PROMPT
 
     assert SYSTEM_PROMPT.endswith(TEMPLATE_COPY)
 
@@ -248,7 +248,7 @@ def test_reward_table_sums_each_function_per_completion():
     assert list(table.columns) == ["xmlcount", "soft", "strict", "int", "correctness", "total"]
     assert table.loc["gold", "total"] == 4.0
     assert table.loc["bare", "correctness"] == 2.0 and table.loc["bare", "strict"] == 0.0
-    assert list(R.reward_table(R.SEED_REWARD_FUNCS, [gold], ["18"]).columns)[:3] == ["xmlcount", "soft", "strict"]
+    assert list(R.reward_table(R.ORIGINAL_REWARD_FUNCS, [gold], ["18"]).columns)[:3] == ["xmlcount", "soft", "strict"]
     with pytest.raises(ValueError, match="answer has 1 entries for 2 completions"):
         R.reward_table(R.REWARD_FUNCS, [gold, gold], ["18"])
 

@@ -10,7 +10,7 @@ pass rounds differently there. A wrong position, mask, merge or prompt moves log
 import pytest
 import torch
 
-from helpers import rollouts
+from helpers.training import fast_rollouts
 
 trl = pytest.importorskip("trl")
 G = 3
@@ -45,15 +45,15 @@ PROMPTS = ["What is 2 + 2?", "Name three prime numbers please.", "Hi"]  # three 
 
 def test_prompt_groups_find_equal_rows_wherever_they_stand():
     ids = torch.tensor([[1, 2], [1, 2], [3, 4], [1, 2], [3, 4], [1, 2]])
-    assert rollouts.prompt_groups(ids, torch.ones_like(ids)) == [[0, 1, 3, 5], [2, 4]]
+    assert fast_rollouts.prompt_groups(ids, torch.ones_like(ids)) == [[0, 1, 3, 5], [2, 4]]
     mask = torch.tensor([[1, 1], [0, 1], [1, 1], [1, 1], [1, 1], [1, 1]])
-    assert rollouts.prompt_groups(ids, mask) == [[0, 3, 5], [1], [2, 4]]  # same tokens, other padding
+    assert fast_rollouts.prompt_groups(ids, mask) == [[0, 3, 5], [1], [2, 4]]  # same tokens, other padding
 
 
 def test_greedy_sample_equals_generate_token_for_token(policy):
     model, tokenizer = policy
     ids, mask = batch(tokenizer, PROMPTS, repeat=2)
-    ours = rollouts.sample(model, ids, mask, max_new_tokens=12, eos_token_id=tokenizer.eos_token_id,
+    ours = fast_rollouts.sample(model, ids, mask, max_new_tokens=12, eos_token_id=tokenizer.eos_token_id,
                            pad_token_id=tokenizer.pad_token_id, temperature=0.0)
     with torch.no_grad():
         theirs = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=12, do_sample=False,
@@ -67,7 +67,7 @@ def test_sampled_tokens_have_the_policys_log_probs(policy):
     model, tokenizer = policy
     ids, mask = batch(tokenizer, PROMPTS, repeat=G)
     gen = torch.Generator().manual_seed(0)
-    completion, logps = rollouts.sample(model, ids, mask, max_new_tokens=10, eos_token_id=tokenizer.eos_token_id,
+    completion, logps = fast_rollouts.sample(model, ids, mask, max_new_tokens=10, eos_token_id=tokenizer.eos_token_id,
                                         pad_token_id=tokenizer.pad_token_id, temperature=0.7, generator=gen,
                                         return_logps=True)
     done = completion == tokenizer.eos_token_id
@@ -76,7 +76,7 @@ def test_sampled_tokens_have_the_policys_log_probs(policy):
     full_mask = torch.cat([mask, keep.long()], 1)
     with torch.no_grad():
         logits = model(input_ids=full, attention_mask=full_mask,
-                       position_ids=rollouts._positions(full_mask)).logits[:, ids.size(1) - 1:-1] / 0.7
+                       position_ids=fast_rollouts._positions(full_mask)).logits[:, ids.size(1) - 1:-1] / 0.7
     teacher = torch.log_softmax(logits, -1).gather(2, completion[..., None]).squeeze(2)
     assert keep.sum() > completion.size(0)  # tokens were drawn
     torch.testing.assert_close(logps[keep], teacher[keep], rtol=0, atol=1e-10)
@@ -85,7 +85,7 @@ def test_sampled_tokens_have_the_policys_log_probs(policy):
 
 def test_merged_policy_equals_the_lora_and_follows_it(policy):
     model, tokenizer = policy
-    merged = rollouts.MergedPolicy(model)
+    merged = fast_rollouts.MergedPolicy(model)
     ids, mask = batch(tokenizer, PROMPTS)
     with torch.no_grad():
         lora = model(input_ids=ids, attention_mask=mask).logits
@@ -105,7 +105,7 @@ def test_merged_policy_refuses_a_plain_model(tiny_model_dir):
     from transformers import AutoModelForCausalLM
 
     with pytest.raises(ValueError, match="plain LoRA"):
-        rollouts.MergedPolicy(AutoModelForCausalLM.from_pretrained(tiny_model_dir))
+        fast_rollouts.MergedPolicy(AutoModelForCausalLM.from_pretrained(tiny_model_dir))
 
 
 class _TRL:  # what TRL's method reads from its trainer (its profiling decorator: args, accelerator)
@@ -123,7 +123,7 @@ def _trl_logps(model, ids, mask, keep, entropy=True):
 def _grpo_batch(model, tokenizer):
     """Prompt + completion ids and TRL's mask, groups of G with completions of different lengths."""
     ids, mask = batch(tokenizer, PROMPTS, repeat=G)
-    completion = rollouts.sample(model, ids, mask, max_new_tokens=30, eos_token_id=tokenizer.eos_token_id,
+    completion = fast_rollouts.sample(model, ids, mask, max_new_tokens=30, eos_token_id=tokenizer.eos_token_id,
                                  pad_token_id=tokenizer.pad_token_id, temperature=1.5,
                                  generator=torch.Generator().manual_seed(3))
     completion[1, 2] = tokenizer.eos_token_id  # one row of the first group ends early: its own bucket
@@ -139,7 +139,7 @@ def test_shared_prompt_logps_equal_trls_values_and_gradients(policy):
     weights = torch.randn(ids.size(0), keep, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     results = []
     for fn in (lambda: _trl_logps(model, ids, mask, keep),
-               lambda: rollouts.shared_prompt_logps(model, ids, mask, keep, 0.7, compute_entropy=True)):
+               lambda: fast_rollouts.shared_prompt_logps(model, ids, mask, keep, 0.7, compute_entropy=True)):
         model.zero_grad()
         logps, entropies = fn()
         ((logps * weights * completion_mask).sum()).backward()
@@ -150,7 +150,7 @@ def test_shared_prompt_logps_equal_trls_values_and_gradients(policy):
     torch.testing.assert_close(our_ent, trl_ent, rtol=0, atol=1e-10)
     assert completion_mask.sum(1).min() < keep  # some rows are shorter than the batch
     lengths = completion_mask.sum(1).long().tolist()
-    assert len(rollouts.length_buckets(lengths[:G])) > 1  # a group split into buckets of its own
+    assert len(fast_rollouts.length_buckets(lengths[:G])) > 1  # a group split into buckets of its own
     for name, grad in trl_grads.items():
         assert grad.abs().max() > 0
         assert (our_grads[name] - grad).norm() / grad.norm() < 1e-5, name
@@ -165,7 +165,7 @@ def test_shared_prompt_logps_share_the_prompt_of_a_shuffled_batch(policy):
     ids, mask, keep = _grpo_batch(model, tokenizer)
     order = torch.randperm(ids.size(0), generator=torch.Generator().manual_seed(2))
     ids, mask = ids[order], mask[order]
-    assert len(rollouts.prompt_groups(ids[:, :-keep], mask[:, :-keep])) == len(PROMPTS)
+    assert len(fast_rollouts.prompt_groups(ids[:, :-keep], mask[:, :-keep])) == len(PROMPTS)
     prompt_passes = []
     forward = model.forward
 
@@ -177,7 +177,7 @@ def test_shared_prompt_logps_share_the_prompt_of_a_shuffled_batch(policy):
     model.zero_grad()
     model.forward = counted
     try:
-        ours, _ = rollouts.shared_prompt_logps(model, ids, mask, keep, 0.7)
+        ours, _ = fast_rollouts.shared_prompt_logps(model, ids, mask, keep, 0.7)
     finally:
         del model.forward
     (ours * completion_mask).sum().backward()
@@ -199,7 +199,7 @@ def test_shared_prompt_logps_catch_a_wrong_prompt_share(policy):
     wrong[:, :-keep] = ids[0, :-keep]
     with torch.no_grad():
         right, _ = _trl_logps(model, ids, mask, keep, entropy=False)
-        bad, _ = rollouts.shared_prompt_logps(model, wrong, mask, keep, 0.7)
+        bad, _ = fast_rollouts.shared_prompt_logps(model, wrong, mask, keep, 0.7)
     assert (bad - right).abs().max() > 1e-2
 
 
@@ -210,7 +210,7 @@ def trainers(tiny_model_dir, tmp_path_factory):
     from peft import LoraConfig
     from trl import GRPOConfig, GRPOTrainer
 
-    from helpers.rollouts import CourseGRPOTrainer
+    from helpers.training.trainer import CourseGRPOTrainer
 
     out = tmp_path_factory.mktemp("trainers")
     dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": p}]} for p in PROMPTS])
@@ -338,17 +338,17 @@ def test_course_trainer_samples_from_merged_weights(trainers):
 
 
 def test_length_buckets_cut_where_it_pays():
-    assert rollouts.length_buckets([40, 44, 128, 41]) == [[0, 3, 1], [2]]
-    assert rollouts.length_buckets([50, 52]) == [[0, 1]]
-    assert rollouts.length_buckets([7]) == [[0]]
-    assert sorted(i for b in rollouts.length_buckets([5, 90, 3, 60, 61, 2, 100, 4]) for i in b) == list(range(8))
+    assert fast_rollouts.length_buckets([40, 44, 128, 41]) == [[0, 3, 1], [2]]
+    assert fast_rollouts.length_buckets([50, 52]) == [[0, 1]]
+    assert fast_rollouts.length_buckets([7]) == [[0]]
+    assert sorted(i for b in fast_rollouts.length_buckets([5, 90, 3, 60, 61, 2, 100, 4]) for i in b) == list(range(8))
 
 
 def test_draw_samples_the_given_distribution():
     """draw() replaces torch.multinomial (12 % of a rollout): the same distribution, checked with a chi-square
     test on 40,000 draws of 5 outcomes, and an index of probability 0 is never drawn."""
     probs = torch.tensor([[0.5, 0.0, 0.2, 0.25, 0.05]] * 40_000)
-    drawn = rollouts.draw(probs, torch.Generator().manual_seed(0))
+    drawn = fast_rollouts.draw(probs, torch.Generator().manual_seed(0))
     counts = torch.bincount(drawn, minlength=5).double()
     assert counts[1] == 0
     expected = probs[0].double() * probs.size(0)

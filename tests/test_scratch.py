@@ -19,7 +19,13 @@ from dataclasses import replace
 import pytest
 import torch
 
-from helpers import grpo, scratch
+from helpers import grpo
+from helpers.evaluation import plots
+from helpers.evaluation import reports
+from helpers import loop
+from helpers.training import loop_runs
+from helpers.training.fast_rollouts import shared_batch_logps
+from helpers.training import trl_check
 
 trl = pytest.importorskip("trl")
 G = 4  # completions per prompt: a power of 2, so TRL's float32 group mean of equal rewards is exact
@@ -61,7 +67,7 @@ def lora_policy(model_dir, dtype, targets=("q_proj", "v_proj", "up_proj")):
 def compare_with_trl(model_dir, dtype, tmp_path, config, targets=("q_proj", "v_proj", "up_proj")):
     policy, tokenizer = lora_policy(model_dir, dtype, targets)
     rows = [{"prompt": [{"role": "user", "content": p}], "tag": i} for i, p in enumerate(PROMPTS)]
-    return {**scratch.compare_with_trl(policy, tokenizer, rows, config, REWARDS, tmp_path), "tokenizer": tokenizer}
+    return {**trl_check.compare_with_trl(policy, tokenizer, rows, config, REWARDS, tmp_path), "tokenizer": tokenizer}
 
 
 CASES = [(n, beta, loss) for n in (1, 2) for beta in (0.0, 0.04) for loss in ("grpo", "dr_grpo")]
@@ -70,7 +76,7 @@ CASES = [(n, beta, loss) for n in (1, 2) for beta in (0.0, 0.04) for loss in ("g
 @pytest.mark.parametrize("num_iterations, beta, loss_type", CASES)
 def test_one_step_equals_trls_on_the_same_completions(tiny_model_dir, tmp_path, num_iterations, beta, loss_type):
     # lr 0.02 and eps 0.05: the first step moves the policy enough that the second one's ratio leaves the clip range
-    config = scratch.ScratchConfig(num_iterations=num_iterations, beta=beta, loss_type=loss_type, epsilon=0.05,
+    config = loop.LoopConfig(num_iterations=num_iterations, beta=beta, loss_type=loss_type, epsilon=0.05,
                                    num_generations=G, max_new_tokens=MAX_LEN, temperature=0.7, learning_rate=0.02,
                                    steps=num_iterations, heldout_problems=0)
     r = compare_with_trl(tiny_model_dir, torch.float64, tmp_path, config)
@@ -105,8 +111,8 @@ def test_one_step_equals_trls_on_the_same_completions(tiny_model_dir, tmp_path, 
             for name, p in other.named_parameters():
                 if p.requires_grad:
                     p.copy_(r["start"][name])
-        scratch.scratch_steps(other, r["tokenizer"], r["seen"], replace(config, loss_type="dr_grpo"), REWARDS)
-        assert scratch.parameter_differences(scratch.lora_state(other), r["theirs"], r["start"])[1] > 1e-3
+        trl_check.loop_steps(other, r["tokenizer"], r["seen"], replace(config, loss_type="dr_grpo"), REWARDS)
+        assert trl_check.parameter_differences(loop.lora_state(other), r["theirs"], r["start"])[1] > 1e-3
 
 
 @pytest.mark.slow
@@ -118,7 +124,7 @@ def test_one_step_equals_trls_on_smollm2_in_float32(smollm2_dir, tmp_path):
     runs row by row, k3 is written exp(r) - r - 1 there and expm1(r) - r here), and AdamW divides each
     gradient element by its own size, so a gradient element near zero turns its rounding into a visible
     share of its update. In float64 (the test above) the same comparison gives <= 5e-14."""
-    config = scratch.ScratchConfig(num_iterations=2, beta=0.04, loss_type="grpo", epsilon=0.2, num_generations=G,
+    config = loop.LoopConfig(num_iterations=2, beta=0.04, loss_type="grpo", epsilon=0.2, num_generations=G,
                                    max_new_tokens=MAX_LEN, temperature=0.7, learning_rate=5e-4, steps=2,
                                    heldout_problems=0)
     r = compare_with_trl(smollm2_dir, torch.float32, tmp_path, config, targets=("q_proj", "v_proj"))
@@ -146,10 +152,10 @@ def test_sampling_masks_after_the_first_stop_token(smollm2_dir):
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(smollm2_dir)
-    config = scratch.ScratchConfig(num_generations=2, max_new_tokens=4)
+    config = loop.LoopConfig(num_generations=2, max_new_tokens=4)
     chats = [[{"role": "user", "content": p}] for p in PROMPTS[:2]]
-    prompt_ids, prompt_mask = scratch.tokenize_prompts(tokenizer, chats)
-    ids, mask, completion, completion_mask = scratch.sample_completions(_FakeGenerator(), tokenizer, prompt_ids,
+    prompt_ids, prompt_mask = loop.tokenize_prompts(tokenizer, chats)
+    ids, mask, completion, completion_mask = loop.sample_completions(_FakeGenerator(), tokenizer, prompt_ids,
                                                                         prompt_mask, config)
     assert torch.equal(ids, prompt_ids.repeat_interleave(2, 0))  # each prompt G times in a row
     assert torch.equal(ids[0], ids[1]) and not torch.equal(ids[1], ids[2])
@@ -157,17 +163,17 @@ def test_sampling_masks_after_the_first_stop_token(smollm2_dir):
 
 
 def test_each_stage_adds_one_piece():
-    configs = {name: scratch.stage_config(name) for name in scratch.STAGES}
+    configs = {name: loop.variant_config(name) for name in loop.VARIANTS}
     assert list(configs) == ["reinforce", "std", "clip", "kl"]
     r, s, c, k = configs.values()
     assert (r.scale_std, r.num_iterations, r.beta) == (False, 1, 0.0)  # REINFORCE with the group mean
-    assert s == replace(r, stage="std", scale_std=True)
-    assert c == replace(s, stage="clip", num_iterations=2, epsilon=0.2)
-    assert k == replace(c, stage="kl", beta=0.04)
-    assert scratch.stage_config("kl", steps=3).steps == 3
-    assert scratch.quick(k).steps == 2 and scratch.quick(k).beta == 0.04
-    with pytest.raises(ValueError, match="unknown stage 'ppo'"):
-        scratch.stage_config("ppo")
+    assert s == replace(r, variant="std", scale_std=True)
+    assert c == replace(s, variant="clip", num_iterations=2, epsilon=0.2)
+    assert k == replace(c, variant="kl", beta=0.04)
+    assert loop.variant_config("kl", steps=3).steps == 3
+    assert loop.quick(k).steps == 2 and loop.quick(k).beta == 0.04
+    with pytest.raises(ValueError, match="unknown variant 'ppo'"):
+        loop.variant_config("ppo")
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -177,11 +183,11 @@ def test_each_stage_adds_one_piece():
     (dict(num_iterations=0), "num_iterations must be >= 1")])
 def test_a_bad_config_says_what_is_wrong(bad, message):
     with pytest.raises(ValueError, match=message):
-        scratch.ScratchConfig(**bad)
+        loop.LoopConfig(**bad)
 
 
 def test_cli_rejects_a_bad_stage_and_bad_steps(capsys):
-    from helpers.__main__ import main
+    from helpers.cli import main
 
     for argv in (["scratch", "--stage", "ppo"], ["scratch", "--steps", "0"]):
         with pytest.raises(SystemExit) as exit_info:
@@ -194,27 +200,27 @@ def test_cli_rejects_a_bad_stage_and_bad_steps(capsys):
 def tiny_run(tiny_model_dir, tmp_path_factory):
     """Three steps of the loop on the tiny float64 policy (num_iterations 2: batches at steps 1 and 3)."""
     model, tokenizer = lora_policy(tiny_model_dir, torch.float64)
-    config = scratch.ScratchConfig(stage="tiny", num_iterations=2, beta=0.04, prompts_per_step=2, num_generations=G,
+    config = loop.LoopConfig(variant="tiny", num_iterations=2, beta=0.04, prompts_per_step=2, num_generations=G,
                                    max_new_tokens=8, temperature=1.0, steps=3, heldout_every=2)
     prompts = [{"prompt": [{"role": "user", "content": p}], "answer": "4"} for p in PROMPTS + PROMPTS[:1]]
     heldout = [{"question": "What is 2 + 2?", "answer": "4"}, {"question": "What is 3 + 4?", "answer": "7"}]
     out = tmp_path_factory.mktemp("tiny-run")
     torch.manual_seed(0)
-    return scratch.train(model, tokenizer, config, reward_funcs=REWARDS, prompts=prompts, heldout=heldout,
-                         output_dir=out, command="test", log=None), config
+    return loop_runs.run_loop(model, tokenizer, config, prompts=prompts, heldout=heldout, reward_funcs=REWARDS,
+                              output_dir=out, command="test", log=None), config
 
 
 def test_metrics_csv_has_every_column_and_the_steps(tiny_run):
     import csv
 
-    from helpers.plots import read_metrics
+    from helpers.evaluation.plots import read_metrics
 
     run, config = tiny_run
     with open(run.metrics_csv, newline="") as f:
         rows = list(csv.DictReader(f))
     header = list(rows[0])
-    assert header[:len(scratch.COLUMNS)] == list(scratch.COLUMNS)
-    assert header[len(scratch.COLUMNS):] == [f"rewards/{f.__name__}/mean" for f in REWARDS]
+    assert header[:len(loop.METRIC_COLUMNS)] == list(loop.METRIC_COLUMNS)
+    assert header[len(loop.METRIC_COLUMNS):] == [f"rewards/{f.__name__}/mean" for f in REWARDS]
     assert [r["step"] for r in rows] == ["0", "1", "2", "3"]  # step 0: held-out accuracy before training
     assert [r["rollout"] for r in rows[1:]] == ["0", "0", "1"]  # each batch used num_iterations times
     assert [r["heldout/accuracy"] != "" for r in rows] == [True, False, True, True]  # every 2 steps and the last
@@ -233,32 +239,32 @@ def test_metrics_csv_has_every_column_and_the_steps(tiny_run):
 
 def test_the_loop_refuses_too_few_prompts(tiny_model_dir):
     model, tokenizer = lora_policy(tiny_model_dir, torch.float64)
-    config = scratch.ScratchConfig(steps=3, prompts_per_step=2, num_generations=G, heldout_problems=0)
+    config = loop.LoopConfig(steps=3, prompts_per_step=2, num_generations=G, heldout_problems=0)
     with pytest.raises(ValueError, match="3 prompts for 3 batches of 2"):
-        scratch.train(model, tokenizer, config, reward_funcs=REWARDS, prompts=[{"prompt": []}] * 3, log=None)
+        loop.train_from_scratch(model, tokenizer, config, [{"prompt": []}] * 3, reward_funcs=REWARDS, log=None)
 
 
 def test_shared_prompt_pass_gives_the_unshared_gradients(tiny_model_dir):
-    """share_prompt=True (one prompt pass per group): the same loss and LoRA gradients as the plain pass.
+    """shared_batch_logps (one prompt pass per group): the same loss and LoRA gradients as the plain pass.
     Relative 1e-5 per tensor: LlamaRMSNorm computes in float32 even in a float64 model (tests/test_rollouts.py)."""
     model, tokenizer = lora_policy(tiny_model_dir, torch.float64)
-    config = scratch.ScratchConfig(num_iterations=2, beta=0.04, num_generations=G, max_new_tokens=10, temperature=1.0)
-    prompt_ids, prompt_mask = scratch.tokenize_prompts(tokenizer, [[{"role": "user", "content": p}] for p in PROMPTS])
+    config = loop.LoopConfig(num_iterations=2, beta=0.04, num_generations=G, max_new_tokens=10, temperature=1.0)
+    prompt_ids, prompt_mask = loop.tokenize_prompts(tokenizer, [[{"role": "user", "content": p}] for p in PROMPTS])
     torch.manual_seed(0)
-    ids, mask, completion, completion_mask = scratch.sample_completions(model, tokenizer, prompt_ids, prompt_mask,
+    ids, mask, completion, completion_mask = loop.sample_completions(model, tokenizer, prompt_ids, prompt_mask,
                                                                         config)
     completion[1, 3] = completion[5, 6] = tokenizer.eos_token_id  # two rows end early: a group of mixed lengths
     completion_mask = grpo.completion_mask(completion, tokenizer.eos_token_id)
     rewards = torch.randn(ids.size(0), generator=torch.Generator().manual_seed(0))
-    batch = scratch.prepare_batch(model, ids, mask, completion, completion_mask, rewards, config)
+    batch = loop.prepare_batch(model, ids, mask, completion, completion_mask, rewards, config)
     batch.old_logps = batch.old_logps + 0.3 * torch.randn(batch.old_logps.shape, dtype=batch.old_logps.dtype,
                                                           generator=torch.Generator().manual_seed(1))  # ratio != 1
     assert completion_mask.sum(1).min() < completion_mask.size(1)  # rows of different lengths
     results = []
     for share in (False, True):
-        cfg = replace(config, share_prompt=share)
+        cfg = config
         model.zero_grad()
-        logps = scratch.completion_logps(model, batch, cfg)
+        logps = (shared_batch_logps if share else loop.batch_logps)(model, batch, cfg)
         loss, stats = grpo.grpo_loss(logps, batch.old_logps, batch.ref_logps, batch.advantages,
                                              batch.completion_mask, cfg.beta, cfg.epsilon, None, cfg.loss_type,
                                              cfg.max_new_tokens)
@@ -277,17 +283,17 @@ def test_stage_runs_are_read_tabled_and_plotted(tiny_run, tmp_path):
 
     run, config = tiny_run
     (tmp_path / "clip").mkdir()
-    shutil.copy(run.metrics_csv, tmp_path / "clip" / scratch.METRICS_FILE)
-    runs, missing = scratch.read_stage_runs(tmp_path)
+    shutil.copy(run.metrics_csv, tmp_path / "clip" / loop_runs.METRICS_FILE)
+    runs, missing = reports.read_variant_runs(tmp_path)
     assert list(runs) == ["clip"] and missing == ["reinforce", "std", "kl"]
-    assert scratch.fresh_steps(runs["clip"]) == [1, 3]  # num_iterations 2: steps 1 and 3 sampled
-    table = scratch.stage_table(runs)
+    assert reports.fresh_steps(runs["clip"]) == [1, 3]  # num_iterations 2: steps 1 and 3 sampled
+    table = reports.variant_table(runs)
     rows = run.rows
     assert table.loc["clip", "reward, steps 1-5"] == pytest.approx(sum(r["reward"] for r in rows[1:]) / 3)
     assert table.loc["clip", "KL, last fresh batch"] == pytest.approx(rows[3]["kl"])  # step 3, not step 2's
     assert table.loc["clip", "held-out, step 0"] == rows[0]["heldout/accuracy"]
     assert table.loc["clip", "held-out, last"] == rows[3]["heldout/accuracy"]
-    fig = scratch.plot_stage_runs(runs, show=False)
-    assert len(fig.axes) == len(scratch.PLOTTED)
+    fig = plots.plot_variant_runs(runs, show=False)
+    assert len(fig.axes) == len(plots.PLOTTED)
     with pytest.raises(ValueError, match="no stage runs"):
-        scratch.plot_stage_runs({}, show=False)
+        plots.plot_variant_runs({}, show=False)

@@ -2,11 +2,11 @@ import csv
 
 import pytest
 
-from helpers.data import load_gsm8k
-from helpers.models import load_model
-from helpers.profiles import PROFILES
+from helpers.data.gsm8k import load_gsm8k
+from helpers.training.models import load_model
+from helpers.training.profiles import PROFILES
 from helpers.rewards import REWARD_FUNCS
-from helpers.training import train
+from helpers.training.trainer import train
 
 
 def distinct_characters(completions, **kwargs):
@@ -93,7 +93,7 @@ def write_checkpoint(folder, step):
 
 
 def test_the_newest_complete_checkpoint_is_the_one_resumed(tmp_path):
-    from helpers.training import last_checkpoint
+    from helpers.training.trainer import last_checkpoint
 
     assert last_checkpoint(tmp_path) is None
     for step in (5, 25, 10):
@@ -106,7 +106,7 @@ def test_a_checkpoint_counts_only_if_it_loads(tmp_path, capsys):
     """Issue 18, 5: over Drive a disconnect mid-upload can leave trainer_state.json beside a truncated
     optimizer.pt; resume trusted the state file alone and crashed in torch.load. Now such a checkpoint
     is skipped, with the reason, and the previous one is resumed."""
-    from helpers.training import checkpoint_problem, last_checkpoint
+    from helpers.training.trainer import checkpoint_problem, last_checkpoint
 
     older, newer = write_checkpoint(tmp_path / "checkpoint-25", 25), write_checkpoint(tmp_path / "checkpoint-50", 50)
     assert checkpoint_problem(newer) is None and last_checkpoint(tmp_path) == newer
@@ -149,8 +149,8 @@ def test_a_bf16_config_built_before_does_not_make_the_cpu_run_bf16(tmp_path, mon
     10.47, a merged model 3e-3 off its adapter model in the GPU check). The profile now sets it."""
     from accelerate.utils import parse_choice_from_env
 
-    from helpers.cold_start import build_sft_config
-    from helpers.training import build_grpo_config
+    from helpers.training.cold_start import build_sft_config
+    from helpers.training.trainer import build_grpo_config
 
     for build in (build_grpo_config, build_sft_config):
         monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", "bf16")  # what a bf16 config leaves behind

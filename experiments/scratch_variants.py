@@ -1,0 +1,23 @@
+"""The four variants of notebook 07's from-scratch loop, each from `make train`'s merged cold start:
+
+    GSM8K_DIR=... python experiments/scratch_variants.py reinforce std clip kl
+
+`helpers.training.loop_runs.run_variant(variant, share_prompt=True)`: 20 AdamW steps of 2 prompts x 8
+completions x 96 tokens on one-operation course-written train problems, T 0.6, lr 5e-4, held-out
+accuracy on 32 test problems every 5 steps. share_prompt computes the log-probs with one prompt pass
+per group (the same values and gradients, tests/test_scratch.py); sampling is plain `generate`.
+Writes results/scratch-variants/<variant>/{metrics.csv,summary.json}.
+"""
+
+import sys
+from pathlib import Path
+
+from helpers.training.loop_runs import run_variant
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "results" / "scratch-variants"
+COLD_START = ROOT / "outputs" / "grpo-cpu" / "cold_start"  # `make train`'s merged cold start
+
+for variant in sys.argv[1:]:
+    run_variant(variant, cold_start=COLD_START, output_dir=OUT / variant, share_prompt=True,
+                command=f"python experiments/scratch_variants.py {variant}  # cold start {COLD_START.relative_to(ROOT)}")

@@ -1,0 +1,235 @@
+"""Keeping a run past a Colab disconnect: Google Drive, the Hugging Face Hub, finding an adapter.
+
+In Colab every notebook runs on its own runtime and ``/content`` is wiped when the runtime goes,
+so notebook 06 never sees an adapter that notebook 05 left in ``/content``, and a multi-hour run
+kept there is lost on any disconnect. Two places survive:
+
+* **Google Drive** (:func:`output_dir`): the run's folder, checkpoints included
+  (:mod:`helpers.training` saves one every ``profile.save_steps`` steps, keeps only the last one
+  on Drive and resumes from the newest that loads), goes to
+  ``/content/drive/MyDrive/grpo-course/outputs/grpo-<profile>``. On by default in Colab for a
+  profile that saves checkpoints (the GPU profiles: multi-hour runs), off elsewhere
+  (:func:`drive_default`); ``GRPO_DRIVE=1``/``0`` or the notebooks' ``USE_DRIVE`` decide instead.
+  Drive is mounted with ``google.colab.drive.mount`` on first use (Colab asks for permission), also
+  when notebook 06 is given a path under ``/content/drive`` (:func:`locate_adapter`).
+  ``GRPO_DRIVE_DIR`` points it at any folder instead (a synced folder on your machine; the tests
+  use a temporary one). Merged models (6.2 GB for the 3B model) never go there (:func:`merged_dir`).
+  What a run costs on Drive: :func:`drive_cost`.
+* **The Hub** (:func:`push_adapter`, :func:`pull_adapter`): the adapter folder uploaded to a
+  private model repo and downloaded again. A local folder is what vLLM loads a LoRA from, so
+  pulling means downloading (``huggingface_hub.snapshot_download``), not
+  ``PeftModel.from_pretrained(repo_id)``. The token comes from ``HF_TOKEN`` (in Colab, the
+  ``HF_TOKEN`` secret) or ``huggingface-cli login``.
+
+:func:`locate_adapter` turns what notebook 06 is given (a local folder, a Drive folder or a Hub
+id) into a local adapter folder, or says exactly what to do when there is none.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+
+DRIVE_MOUNT = Path("/content/drive")
+
+
+DRIVE_SUBDIR = "grpo-course"  # inside MyDrive
+
+
+DRIVE_CHECKPOINTS = 1  # checkpoints kept on Drive (save_total_limit); each one rotated out goes to its trash
+
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")  # owner/name
+
+
+TRUE, FALSE = ("1", "true", "yes"), ("0", "false", "no")
+
+
+def drive_requested() -> bool:
+    """True when ``GRPO_DRIVE`` is 1/true/yes or ``GRPO_DRIVE_DIR`` is set."""
+    return (os.environ.get("GRPO_DRIVE", "").lower() in TRUE
+            or bool(os.environ.get("GRPO_DRIVE_DIR")))
+
+
+def drive_default(profile) -> bool:
+    """Whether a run's folder goes to Drive unless the notebook says otherwise (its ``USE_DRIVE``):
+    ``GRPO_DRIVE`` when it is 1/0 (true/false, yes/no); else True when ``GRPO_DRIVE_DIR`` is set;
+    else True in Colab for a profile that saves checkpoints (``save_steps > 0``: the GPU profiles,
+    runs of hours that a disconnect would otherwise lose), False elsewhere."""
+    flag = os.environ.get("GRPO_DRIVE", "").lower()
+    if flag in TRUE + FALSE:
+        return flag in TRUE
+    import sys
+
+    return bool(os.environ.get("GRPO_DRIVE_DIR")) or ("google.colab" in sys.modules and profile.save_steps > 0)
+
+
+def mount_drive() -> Path:
+    """Mount Google Drive at ``/content/drive`` unless it is mounted; returns ``MyDrive``.
+
+    Raises:
+        RuntimeError: not in Colab (then set ``GRPO_DRIVE_DIR``).
+    """
+    if not (DRIVE_MOUNT / "MyDrive").is_dir():
+        try:
+            from google.colab import drive
+        except ImportError:
+            raise RuntimeError("Google Drive can only be mounted in Colab; set GRPO_DRIVE_DIR to "
+                               "a folder to keep runs there instead") from None
+        drive.mount(str(DRIVE_MOUNT))
+    return DRIVE_MOUNT / "MyDrive"
+
+
+def drive_dir() -> Path:
+    """The course's folder on Google Drive, created if missing: ``$GRPO_DRIVE_DIR`` if set, else
+    ``/content/drive/MyDrive/grpo-course``, mounting Drive first when it is not mounted.
+
+    Raises:
+        RuntimeError: not in Colab and no ``GRPO_DRIVE_DIR``.
+    """
+    path = Path(os.environ["GRPO_DRIVE_DIR"]) if os.environ.get("GRPO_DRIVE_DIR") else mount_drive() / DRIVE_SUBDIR
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def on_drive(path) -> bool:
+    """True when ``path`` lies under ``/content/drive`` or under ``$GRPO_DRIVE_DIR``."""
+    roots = [DRIVE_MOUNT, *([Path(os.environ["GRPO_DRIVE_DIR"])] if os.environ.get("GRPO_DRIVE_DIR") else [])]
+    path = Path(path).expanduser().absolute()
+    return any(path == r.absolute() or r.absolute() in path.parents for r in roots)
+
+
+def output_dir(profile, root, drive: bool | None = None) -> Path:
+    """A run's folder: ``<drive_dir()>/outputs/grpo-<profile>`` with Drive on, else
+    ``<root>/outputs/grpo-<profile>``. ``drive=None`` follows :func:`drive_default`."""
+    use_drive = drive_default(profile) if drive is None else drive
+    return (drive_dir() if use_drive else Path(root)) / "outputs" / f"grpo-{profile.name}"
+
+
+def merged_dir(adapter_dir, root) -> Path:
+    """Where notebook 06 writes the merged model of the adapter in ``adapter_dir``: beside it
+    (``<run>/merged``), except for an adapter on Drive, whose merged model goes to local disk,
+    ``<root>/outputs/<run>/merged`` (``root``: ``/content/grpo-course`` in Colab): a merged 16-bit
+    3B model is 6.2 GB, much of the 15 GB a free Drive holds, and slow to write through its mount."""
+    adapter_dir = Path(adapter_dir)
+    if on_drive(adapter_dir):
+        return Path(root) / "outputs" / adapter_dir.parent.name / "merged"
+    return adapter_dir.parent / "merged"
+
+
+OPTIMIZER_BYTES = {"adamw_8bit": 2, "paged_adamw_8bit": 2, "adamw_torch": 8}  # AdamW's 2 moments per weight
+
+
+def drive_cost(profile, lora_parameters: int) -> str:
+    """What one training run of ``profile`` writes to Drive, in GB (1e9 bytes): an estimate from
+    sizes, not measured. A checkpoint holds the LoRA weights in fp32 (4 bytes a parameter) and
+    AdamW's two moments (:data:`OPTIMIZER_BYTES`: 1 byte each in 8-bit, 4 in fp32); the scheduler,
+    random state and trainer state are a few kB. One checkpoint every ``save_steps`` steps, the last
+    :data:`DRIVE_CHECKPOINTS` kept; the others are deleted through the mount and, probably, land in
+    Drive's trash, where they still count against the quota until it is emptied (or 30 days). The
+    final adapter adds 4 bytes a parameter.
+
+    Raises:
+        ValueError: ``profile.optim`` is not in :data:`OPTIMIZER_BYTES`.
+    """
+    if profile.optim not in OPTIMIZER_BYTES:
+        raise ValueError(f"no size known for optimizer {profile.optim!r}; known: {sorted(OPTIMIZER_BYTES)}")
+    checkpoint = lora_parameters * (4 + OPTIMIZER_BYTES[profile.optim]) / 1e9
+    written = profile.max_steps // profile.save_steps if profile.save_steps > 0 else 0
+    kept, adapter = min(written, DRIVE_CHECKPOINTS), 4 * lora_parameters / 1e9
+    return (f"On Drive (estimate): {written} checkpoints of {checkpoint:.2f} GB, {kept} kept, "
+            f"{written - kept} probably in Drive's trash ({(written - kept) * checkpoint:.1f} GB until you "
+            f"empty it), plus the {adapter:.2f} GB adapter: {written * checkpoint + adapter:.1f} GB in all")
+
+
+def _check_hub_id(repo_id: str) -> str:
+    if not HUB_ID.match(repo_id or ""):
+        raise ValueError(f"{repo_id!r} is not a Hub repo id of the form 'owner/name'")
+    return repo_id
+
+
+def push_adapter(adapter_dir, repo_id: str, *, private: bool = True, api=None) -> str:
+    """Upload a saved LoRA adapter folder (weights, config, tokenizer) to the Hub model repo
+    ``repo_id``, created (private by default) if missing. Returns the repo's URL.
+
+    ``api``: a ``huggingface_hub.HfApi`` (default: a new one, which finds the token itself).
+
+    Raises:
+        FileNotFoundError: ``adapter_dir`` holds no adapter.
+        ValueError: ``repo_id`` is not ``owner/name``.
+    """
+    from helpers.evaluation.adapters import check_adapter_dir
+
+    adapter_dir = check_adapter_dir(adapter_dir)
+    _check_hub_id(repo_id)
+    if api is None:
+        from huggingface_hub import HfApi
+
+        api = HfApi()
+    api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
+    api.upload_folder(repo_id=repo_id, repo_type="model", folder_path=str(adapter_dir),
+                      commit_message="LoRA adapter from the GRPO course")
+    return f"https://huggingface.co/{repo_id}"
+
+
+def pull_adapter(repo_id: str, dest=None, *, download=None) -> Path:
+    """Download an adapter pushed with :func:`push_adapter` into ``dest`` (default
+    ``<cache_dir>/adapters/<owner>--<name>``, see :func:`helpers.training.models.cache_dir`); returns it.
+
+    ``download``: ``huggingface_hub.snapshot_download`` or a stand-in with its signature.
+
+    Raises:
+        ValueError: ``repo_id`` is not ``owner/name``.
+        FileNotFoundError: the download holds no adapter.
+    """
+    from helpers.evaluation.adapters import check_adapter_dir
+    from helpers.training.models import cache_dir
+
+    _check_hub_id(repo_id)
+    if download is None:
+        from huggingface_hub import snapshot_download as download
+    dest = Path(dest) if dest is not None else cache_dir() / "adapters" / repo_id.replace("/", "--")
+    download(repo_id=repo_id, repo_type="model", local_dir=str(dest))
+    return check_adapter_dir(dest)
+
+
+def missing_adapter_help(spec, profile_name: str) -> str:
+    """What to do when notebook 06 finds no adapter at ``spec`` (one message, three ways)."""
+    drive = f"/content/drive/MyDrive/{DRIVE_SUBDIR}/outputs/grpo-{profile_name}/lora_adapter"
+    return (f"No LoRA adapter at {spec}. In Colab each notebook has its own runtime and /content is "
+            "wiped when it disconnects, so bring the adapter notebook 05 trained in one of three ways:\n"
+            "  1. in this same runtime, run notebook 05 first (it saves outputs/grpo-"
+            f"{profile_name}/lora_adapter);\n"
+            "  2. Google Drive: run notebook 05 with USE_DRIVE = True in its settings cell (the default "
+            f"in Colab on a GPU; or GRPO_DRIVE=1), then here USE_DRIVE = True as well (reads {drive});\n"
+            "  3. the Hub: run notebook 05 with HUB_REPO = 'your-name/grpo-" f"{profile_name}-lora' "
+            "(and an HF_TOKEN secret with write access), then here set ADAPTER (or GRPO_ADAPTER) to "
+            "that repo id.")
+
+
+def locate_adapter(spec, profile_name: str = "t4", *, download=None) -> Path:
+    """A local adapter folder for ``spec``: an existing folder holding an adapter (local or on
+    Drive; a path under ``/content/drive`` mounts Drive first, :func:`mount_drive`) as it is; an
+    ``owner/name`` that is not a local path, pulled from the Hub (:func:`pull_adapter`).
+
+    Raises:
+        FileNotFoundError: nothing found, or the Hub download failed; the message is
+            :func:`missing_adapter_help`.
+        RuntimeError: a ``/content/drive`` path outside Colab (:func:`mount_drive`).
+    """
+    from helpers.evaluation.adapters import check_adapter_dir
+
+    path = Path(str(spec)).expanduser()
+    if path.absolute() != DRIVE_MOUNT and DRIVE_MOUNT in path.absolute().parents:
+        mount_drive()  # a fresh runtime: notebook 06 given notebook 05's Drive folder
+    if path.exists():
+        return check_adapter_dir(path)
+    if HUB_ID.match(str(spec)):
+        try:
+            return pull_adapter(str(spec), download=download)
+        except Exception as error:  # missing or private repo, no network, no adapter in it
+            raise FileNotFoundError(f"{missing_adapter_help(spec, profile_name)}\n(the Hub said: "
+                                    f"{type(error).__name__}: {error})") from error
+    raise FileNotFoundError(missing_adapter_help(spec, profile_name))

@@ -1,0 +1,136 @@
+"""A curriculum for GRPO: which problems each stretch of steps trains on, easy to hard.
+
+GRPO learns only from groups whose completions score differently (a group that is all right or all
+wrong has zero advantages). So the prompts must sit where the policy succeeds *sometimes*. The course's
+source material describes the R1-style recipe with "a dynamic curriculum from single-variable
+equations upward": one operation, then two, then GSM8K. The ``cpu`` profile's schedule is one phase,
+one- and two-operation problems in every batch, and no GSM8K: a 135M model after its cold start solves
+about half of one-operation problems, 8 of 64 two-operation ones and no GSM8K question
+(``results/cpu-curriculum``), so a GSM8K group is all wrong, teaches correctness nothing and costs a
+rollout. The recipe was measured with this one phase only (``results/exploration/README.md``, round
+3; with 4 prompts a step, a phase of one-operation problems first did better than mixing, g2 against
+g3). Schedules with more phases, GSM8K among them, are built the same way
+(``Phase(1/3, ((1, 20),)), Phase(2/3, ((1, 20), (2, 20), GSM8K))``).
+
+A schedule is a tuple of :class:`Phase`: each takes a share of the steps and names its source
+(course-written problems of a difficulty, :mod:`helpers.data.problems`, or GSM8K train).
+:func:`curriculum_dataset` lays the prompts out in training order, and the trainer reads them in that
+order (``shuffle_dataset=False``): step ``s`` trains on the prompts of the phase that covers it.
+The schedule is fixed in advance, not adapted to the pass rate (DAPO's dynamic sampling drops groups
+whose pass rate is 0 or 1 and samples again; the log's ``frac_reward_zero_std`` shows how often that
+would have happened).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+GSM8K = (0, 0)  # a source: GSM8K train questions
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A stretch of the GRPO steps: ``share`` of them, with prompts from ``sources`` taken in turn inside
+    every batch. A source is ``(ops, max_number)``: course-written problems with that many operations
+    and operands up to ``max_number`` (:func:`helpers.data.problems.make_problems`), or :data:`GSM8K`
+    ``(0, 0)`` for GSM8K train questions. ``Phase(0.5, ((1, 20), (2, 20)))``: half the steps, each
+    batch half one-operation and half two-operation problems."""
+
+    share: float
+    sources: tuple = ((1, 20),)
+
+    @property
+    def name(self) -> str:
+        return " + ".join(level_name(*s) for s in self.sources)
+
+
+def level_name(ops: int, max_number: int) -> str:
+    """``"1 op up to 20"``, ``"2 ops up to 10"``, ``"GSM8K train"``."""
+    return "GSM8K train" if ops == 0 else f"{ops} op{'s' * (ops > 1)} up to {max_number}"
+
+
+def phase_steps(phases, batches: int) -> list[int]:
+    """How many generation batches each phase gets: ``share x batches`` rounded, the last phase taking
+    what is left, every phase at least one while batches last. ``phase_steps((Phase(0.5), Phase(0.5)), 5)``
+    -> ``[3, 2]``.
+
+    Raises:
+        ValueError: no phases, a share that is not positive, or shares that do not sum to 1.
+    """
+    phases = tuple(phases)
+    if not phases:
+        raise ValueError("a curriculum needs at least one phase")
+    if any(p.share <= 0 for p in phases) or not math.isclose(sum(p.share for p in phases), 1.0, abs_tol=1e-6):
+        raise ValueError(f"phase shares must be positive and sum to 1, got {[p.share for p in phases]}")
+    counts, used = [], 0
+    for i, phase in enumerate(phases):
+        left = batches - used
+        if i == len(phases) - 1:
+            n = left
+        else:
+            n = min(left, max(1, math.floor(phase.share * batches + 0.5)))
+        counts.append(max(n, 0))
+        used += counts[-1]
+    return counts
+
+
+def curriculum_dataset(phases, *, batches: int, prompts_per_batch: int, seed: int = 0, gsm8k_skip: int = 0):
+    """The GRPO prompts of a schedule in training order: ``batches x prompts_per_batch`` rows.
+
+    Args:
+        phases: the schedule (:class:`Phase` tuple).
+        batches: generation batches of the run (``max_steps / num_iterations``, rounded up).
+        prompts_per_batch: distinct prompts per batch (global batch / ``num_generations``).
+        seed: draws the course-written problems (always the ``train`` split).
+        gsm8k_skip: GSM8K train rows to skip (those the cold start trained on).
+
+    Returns:
+        A ``datasets.Dataset`` with ``question``, ``prompt``, ``answer`` and ``phase`` (the phase's
+        :attr:`Phase.name`), whose ``info.description`` states the schedule.
+
+    Raises:
+        ValueError: a bad schedule (:func:`phase_steps`), ``batches`` or ``prompts_per_batch`` < 1.
+    """
+    from datasets import Dataset, DatasetInfo
+
+    if batches < 1 or prompts_per_batch < 1:
+        raise ValueError(f"batches and prompts_per_batch must be >= 1, got {batches}, {prompts_per_batch}")
+    counts = phase_steps(phases, batches)
+    taken: dict[tuple, int] = {}  # rows used so far from each source: later phases take new ones
+    columns = {"question": [], "prompt": [], "answer": [], "phase": []}
+    parts = []
+    for phase, count in zip(phases, counts):
+        if count == 0:
+            continue
+        slots = [phase.sources[i % len(phase.sources)] for i in range(prompts_per_batch)] * count
+        rows = {}
+        for source in dict.fromkeys(slots):
+            need, start = slots.count(source), taken.get(source, 0)
+            rows[source] = iter(_source_rows(source, start, need, seed, gsm8k_skip))
+            taken[source] = start + need
+        for source in slots:
+            question, prompt, answer = next(rows[source])
+            columns["question"].append(question)
+            columns["prompt"].append(prompt)
+            columns["answer"].append(answer)
+            columns["phase"].append(phase.name)
+        parts.append(f"{count} batches of {phase.name}")
+    return Dataset.from_dict(columns, info=DatasetInfo(
+        description=f"curriculum, {prompts_per_batch} prompt(s) per batch: " + ", then ".join(parts)))
+
+
+def _source_rows(source: tuple, start: int, n: int, seed: int, gsm8k_skip: int) -> list[tuple]:
+    """Rows ``start .. start + n`` of a source as ``(question, prompt, answer)``: GSM8K train after the
+    cold start's rows (cycling a short split), or course-written *train* problems."""
+    from helpers.data.gsm8k import load_gsm8k, make_prompt
+    from helpers.data.problems import make_problems
+
+    ops, max_number = source
+    if ops == 0:
+        rows = load_gsm8k("train")
+        rows = rows.select([(gsm8k_skip + start + i) % len(rows) for i in range(n)])
+        return list(zip(rows["question"], rows["prompt"], rows["answer"]))
+    problems = make_problems(start + n, ops=ops, max_number=max_number, split="train", seed=seed)[start:]
+    return [(p.question, make_prompt(p.question), p.answer) for p in problems]

@@ -1,0 +1,149 @@
+"""A trained LoRA adapter on disk: check it (:func:`check_adapter_dir`), find its base model
+(:func:`adapter_base`), load base + adapter (:func:`load_with_adapter`), and merge the LoRA into the
+base weights as a plain checkpoint that loads without PEFT (:func:`save_merged`, :func:`load_merged`,
+with the GPU memory it needs, :func:`merged_4bit_gib`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+
+# ------------------------------------------------------------------------ loading, merging
+def is_peft(model) -> bool:
+    from peft import PeftModel
+
+    return isinstance(model, PeftModel)
+
+
+def check_adapter_dir(adapter_dir) -> Path:
+    """The adapter folder as a ``Path``; ``FileNotFoundError`` unless it holds a PEFT adapter."""
+    path = Path(adapter_dir)
+    for name in ("adapter_config.json", "adapter_model.safetensors"):
+        if not (path / name).exists():
+            raise FileNotFoundError(f"{path / name} not found: {path} is not a saved LoRA adapter "
+                                    "(train one with notebook 05 or `python -m helpers train`)")
+    return path
+
+
+def adapter_base(adapter_dir, model_path=None):
+    """The model an adapter was trained on: ``model_path`` if given, else the run's merged cold
+    start (``cold_start/`` beside ``adapter_dir``, as :func:`helpers.training.pipeline.run_pipeline` writes
+    it), else the local model folder its ``adapter_config.json`` names (a run that reused another
+    run's cold start, ``--cold-start DIR``), else ``None`` (the profile's model)."""
+    import json
+
+    if model_path is not None:
+        return model_path
+    cold_start = Path(adapter_dir).parent / "cold_start"
+    if (cold_start / "config.json").exists():
+        return cold_start
+    config = Path(adapter_dir) / "adapter_config.json"
+    named = json.loads(config.read_text()).get("base_model_name_or_path") if config.exists() else None
+    # Bug: a run with --cold-start DIR has no cold_start/ beside its adapter; the adapter was then
+    # loaded on the raw base model and evaluated as garbage (0 % where the run measured 7 %).
+    return Path(named) if named and (Path(named) / "config.json").exists() else None
+
+
+def load_with_adapter(profile, adapter_dir, model_path=None):
+    """``(model, tokenizer)``: the adapter's base model (:func:`adapter_base`: ``model_path``, the
+    run's cold start, or the profile's model) with the trained LoRA from ``adapter_dir``.
+
+    CPU (transformers): ``peft.PeftModel.from_pretrained`` on the base model. GPU (Unsloth):
+    the usual policy with a LoRA of the profile's shape, whose weights are then replaced by the
+    saved ones (evaluation applies the adapter through vLLM from ``adapter_dir``; the in-memory
+    copy is what :func:`save_merged` merges).
+
+    Raises:
+        FileNotFoundError: no adapter in ``adapter_dir`` (see :func:`check_adapter_dir`).
+        ValueError: on GPU, the saved adapter's rank differs from the profile's.
+    """
+    from helpers.training.models import load_model
+
+    adapter_dir = check_adapter_dir(adapter_dir)
+    model_path = adapter_base(adapter_dir, model_path)
+    if profile.backend != "unsloth":
+        from peft import PeftModel
+
+        base, tokenizer = load_model(profile, model_path, lora=False)
+        return PeftModel.from_pretrained(base, str(adapter_dir)), tokenizer
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    rank = json.loads((adapter_dir / "adapter_config.json").read_text())["r"]
+    if rank != profile.lora_rank:
+        raise ValueError(f"adapter rank {rank} != profile {profile.name} rank {profile.lora_rank}")
+    model, tokenizer = load_model(profile, model_path, lora=True)
+    set_peft_model_state_dict(model, load_file(adapter_dir / "adapter_model.safetensors"))
+    return model, tokenizer
+
+
+def save_merged(model, tokenizer, out_dir) -> Path:
+    """Merge the LoRA into the base weights and save a standalone checkpoint in ``out_dir``.
+
+    Unsloth: ``model.save_pretrained_merged(out_dir, tokenizer, save_method="merged_16bit")``
+    (16-bit weights; a 4-bit base is de-quantized). PEFT: ``merge_and_unload()`` on a deep copy
+    (``model`` keeps its adapter), saved as safetensors in the model's own dtype - fp32 for the
+    CPU profile, so that reloading it gives the same greedy output bit for bit.
+
+    Raises:
+        ValueError: ``model`` has no LoRA adapter to merge.
+    """
+    if not is_peft(model):
+        raise ValueError("model has no LoRA adapter to merge (expected a peft.PeftModel)")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if hasattr(model, "save_pretrained_merged"):
+        model.save_pretrained_merged(str(out_dir), tokenizer, save_method="merged_16bit")
+        return out_dir
+    merged = copy.deepcopy(model).merge_and_unload()
+    merged.save_pretrained(out_dir, safe_serialization=True)
+    tokenizer.save_pretrained(out_dir)
+    return out_dir
+
+
+def merged_4bit_gib(path, headroom_gib: float = 1.0) -> float:
+    """GPU memory (GiB) :func:`load_merged` needs for the 16-bit checkpoint in ``path`` loaded in
+    4-bit: an estimate, not measured. 0.4 x the safetensors' size (NF4 keeps a linear weight in
+    about a quarter of its 16 bits; embeddings stay 16-bit: Qwen2.5-3B's 6.2 GB -> 2.5 GB) plus
+    ``headroom_gib`` for one 16-bit tensor on its way to 4-bit and the generation."""
+    size = sum(f.stat().st_size for f in Path(path).glob("*.safetensors"))
+    return 0.4 * size / 2**30 + headroom_gib
+
+
+def load_merged(path, profile):
+    """``(model, tokenizer)`` from a merged checkpoint, with plain transformers (no PEFT, no vLLM).
+
+    CPU (transformers backend): :func:`helpers.training.models.load_model` without LoRA, in the profile's
+    dtype. Unsloth profiles (T4): the merged 16-bit checkpoint is re-quantized to 4-bit on load
+    (bitsandbytes NF4, compute in the profile's dtype; about 2.5 GB for the 3B model instead of
+    6.2 GB in fp16), and only after the policy's vLLM engine is gone. The order on a T4:
+    generate with the LoRA, :func:`save_merged`, :func:`helpers.training.models.release` the policy and
+    ``del`` it, then this. Generation then uses HF ``generate``, not vLLM. Not run on a GPU yet.
+
+    Raises:
+        RuntimeError: an Unsloth model's vLLM engine is still up (release it first).
+        helpers.training.models.GPUMemoryError: less free GPU memory than :func:`merged_4bit_gib` (the
+            policy was not dropped, or another process holds the card).
+    """
+    from helpers.training.hardware import torch_dtype
+    from helpers.training.models import free_gpu_memory, live_vllm_models, load_model
+
+    if profile.backend != "unsloth":
+        return load_model(profile, path, lora=False)
+    if live_vllm_models():
+        raise RuntimeError("a vLLM engine still holds most of the GPU: call helpers.training.models.release(model) "
+                           "and `del model` before loading the merged model next to it")
+    free_gpu_memory(merged_4bit_gib(path), "the merged model in 4-bit")  # collects the deleted policy first
+    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
+
+    dtype = torch_dtype(profile)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer.padding_side = "left"
+    quantization = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                                      bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=dtype)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, quantization_config=quantization,
+                                                 device_map="auto")
+    return model, tokenizer

@@ -1,0 +1,320 @@
+"""Matplotlib figures of runs and evaluations: training curves (:func:`plot_training_curves`), stage
+bars (:func:`plot_stages`), held-out curves (:func:`plot_heldout_runs`), accuracy with intervals
+(:func:`plot_accuracy`), before/after GRPO (:func:`plot_before_after`, :func:`plot_completion_lengths`),
+and the from-scratch loop's variants (:func:`plot_variant_runs`). Each returns its ``Figure``
+(:func:`finish_figure`: shown, or closed when ``show=False``).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+import math
+from helpers.evaluation.before_after import Comparison, RUN_LABELS
+from helpers.evaluation.reports import fresh_steps
+
+
+SMOOTHING = 5  # steps in the trailing mean of the reward curves
+
+
+def read_metrics(path: str | Path) -> dict[str, list[float]]:
+    """Columns of a metrics CSV (:class:`helpers.training.callbacks.MetricsCSV`) as float lists.
+
+    Empty cells become NaN.
+    """
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return {}
+    return {key: [float(r[key]) if r.get(key) not in (None, "") else float("nan") for r in rows]
+            for key in rows[0]}
+
+
+def rolling_mean(values, window: int = SMOOTHING) -> list[float]:
+    """Trailing mean over the last ``window`` values (fewer at the start); NaNs are skipped.
+
+    ``rolling_mean([1, 2, 3, 4], 2)`` -> ``[1.0, 1.5, 2.5, 3.5]``. Raises ``ValueError`` for
+    ``window < 1``.
+    """
+    import math
+
+    if window < 1:
+        raise ValueError(f"window must be at least 1, got {window}")
+    out = []
+    for i in range(len(values)):
+        recent = [v for v in values[max(0, i - window + 1): i + 1] if not math.isnan(v)]
+        out.append(sum(recent) / len(recent) if recent else float("nan"))
+    return out
+
+
+def plot_training_curves(metrics_csv: str | Path, save_to: str | Path | None = None, show: bool = True,
+                         title: str = ""):
+    """Four panels against the optimizer step: total reward (mean +- std over completions) with the
+    held-out accuracy on a second axis when the run measured it (:mod:`helpers.training.callbacks`; step 0 is
+    before training), each reward function's mean, KL to the reference model (or, where the run
+    logged none, beta = 0, the share of groups with equal rewards), and mean completion length
+    (tokens). A reward that rises while the held-out accuracy does not is a hack.
+
+    Rewards and length are noisy from step to step (one step sees few prompts), so those panels
+    draw each step faintly and a trailing mean over :data:`SMOOTHING` steps boldly.
+    Returns the matplotlib ``Figure``. Raises ``FileNotFoundError`` if the CSV is missing.
+    """
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.ticker import MaxNLocator
+
+    m = read_metrics(metrics_csv)
+    steps = m.get("step", [])
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7), constrained_layout=True)
+    ax = axes[0, 0]
+    reward, std = np.array(m.get("reward", [])), np.array(m.get("reward_std", []))
+    ax.plot(steps, reward, marker="o", alpha=0.35, label="mean reward")
+    ax.plot(steps, rolling_mean(list(reward)), lw=2.5, color="tab:blue", label=f"{SMOOTHING}-step mean")
+    if len(std) == len(reward):
+        ax.fill_between(steps, reward - std, reward + std, alpha=0.15, label="+- std")
+    ax.set(title="Total reward", xlabel="step", ylabel="reward")
+    handles = ax.get_legend_handles_labels()
+    if "heldout/accuracy" in m:
+        held = [(s, a, f) for s, a, f in zip(steps, m["heldout/accuracy"],
+                                              m.get("heldout/accuracy_format_free", m["heldout/accuracy"]))
+                if not np.isnan(a)]
+        twin = ax.twinx()
+        twin.plot([h[0] for h in held], [100 * h[1] for h in held], marker="s", color="tab:purple", lw=2,
+                  label="held-out accuracy (answer block)")
+        twin.plot([h[0] for h in held], [100 * h[2] for h in held], marker="^", color="tab:purple", ls=":",
+                  label="held-out accuracy (last number)")
+        twin.set(ylabel="held-out accuracy (%)", ylim=(0, 100))
+        twin_handles = twin.get_legend_handles_labels()
+        handles = (handles[0] + twin_handles[0], handles[1] + twin_handles[1])
+        ax.set_title("Total reward and held-out accuracy (greedy)")
+    ax.legend(*handles, fontsize=8, loc="upper left")
+    ax = axes[0, 1]
+    for key in m:
+        if key.startswith("rewards/") and key.endswith("/mean"):
+            line, = ax.plot(steps, rolling_mean(m[key]), lw=2,
+                            label=key.split("/")[1].replace("_reward_func", ""))
+            ax.plot(steps, m[key], ls="", marker=".", alpha=0.35, color=line.get_color())
+    ax.set(title=f"Reward per function ({SMOOTHING}-step mean; dots: each step)", xlabel="step",
+           ylabel="mean reward")
+    ax.legend(fontsize=8)
+    if "kl" in m:
+        axes[1, 0].plot(steps, m["kl"], marker="o", color="tab:red")
+        axes[1, 0].set(title="KL(policy || reference), k3 estimate", xlabel="step", ylabel="nats/token")
+    else:  # beta = 0: TRL computes no KL; show how many groups taught nothing instead
+        axes[1, 0].plot(steps, m.get("frac_reward_zero_std", [np.nan] * len(steps)), marker="o", color="tab:red")
+        axes[1, 0].set(title="Groups with equal rewards (advantage 0; no KL logged at beta = 0)",
+                       xlabel="step", ylabel="share of groups", ylim=(-0.05, 1.05))
+    length = m.get("completions/mean_length", [np.nan] * len(steps))
+    axes[1, 1].plot(steps, length, marker="o", alpha=0.35, color="tab:green")
+    axes[1, 1].plot(steps, rolling_mean(length), lw=2.5, color="tab:green")
+    axes[1, 1].set(title="Mean completion length", xlabel="step", ylabel="tokens")
+    for ax in axes.flat:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
+    if title:
+        fig.suptitle(title)
+    if save_to is not None:
+        fig.savefig(save_to, dpi=110)
+    if show:
+        plt.show()
+    else:
+        plt.close(fig)
+    return fig
+
+
+STAGE_RATES = (("accuracy", "accuracy"), ("format_rate_strict", "strict format\n(layout only)"),
+               ("format_rate_valid", "valid format\n(real reasoning + number)"),
+               ("placeholder_rate", "placeholder /\ntemplate copy"))
+
+
+def plot_stages(stages: dict[str, dict], title: str = "", show: bool = True):
+    """Grouped bars, one group per rate of :data:`STAGE_RATES` (in % of questions), one bar per
+    stage; ``stages`` maps a label to :func:`helpers.evaluation.scoring.extended_summary` output (a
+    ``summary.json``'s ``"stages"``, with keys relabelled as you like). Bars carry their counts.
+    Returns the ``Figure``. Raises ``ValueError`` for no stages."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    if not stages:
+        raise ValueError("no stages to plot")
+    x = np.arange(len(STAGE_RATES))
+    width = 0.8 / len(stages)
+    fig, ax = plt.subplots(figsize=(9, 4), constrained_layout=True)
+    for i, (label, s) in enumerate(stages.items()):
+        values = [100 * (s[key] or 0.0) for key, _ in STAGE_RATES]
+        bars = ax.bar(x + (i - (len(stages) - 1) / 2) * width, values, width, label=label)
+        ax.bar_label(bars, labels=[f"{round(v * s['n'] / 100)}" for v in values], fontsize=7, padding=2)
+    n = sorted({s["n"] for s in stages.values()})
+    ax.set_xticks(x, [name for _, name in STAGE_RATES])
+    ax.set(ylabel="% of questions", ylim=(0, 105),
+           title=title or f"Each stage on the same {', '.join(map(str, n))} test questions (greedy)")
+    ax.legend()
+    return finish_figure(fig, show)
+
+
+def plot_heldout_runs(runs: dict[str, list[dict]], n: int, title: str = "", show: bool = True):
+    """Held-out greedy accuracy against the GRPO step, one line per run: ``runs`` maps a label to
+    a ``summary.json``'s ``"heldout"`` list (dicts with ``step`` and ``heldout/accuracy``, a share in
+    [0, 1]); ``n`` is the held-out set's size, for the y axis in problems. Labels containing
+    "placebo" are drawn dashed. Returns the ``Figure``. Raises ``ValueError`` for no runs or a run
+    without points."""
+    import matplotlib.pyplot as plt
+
+    if not runs:
+        raise ValueError("no runs to plot")
+    empty = [label for label, points in runs.items() if not points]
+    if empty:
+        raise ValueError(f"runs without held-out points: {empty}")
+    fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
+    for label, points in runs.items():
+        ax.plot([p["step"] for p in points], [n * p["heldout/accuracy"] for p in points], marker="o",
+                linestyle="--" if "placebo" in label else "-", label=label)
+    ax.set(xlabel="GRPO step", ylabel=f"held-out problems right, of {n}",
+           title=title or "Held-out accuracy during GRPO (greedy)")
+    ax.legend(fontsize=8)
+    return finish_figure(fig, show)
+
+
+def finish_figure(fig, show: bool):
+    import matplotlib.pyplot as plt
+
+    if show:
+        plt.show()
+    else:
+        plt.close(fig)
+    return fig
+
+
+# ---------------------------------------------------------------------------------- figure
+def plot_accuracy(summaries: dict[str, dict], title: str = "", show: bool = True):
+    """Bar chart of accuracy (%) per run, error bars from the Wilson interval.
+
+    ``summaries`` maps a label (a strategy, a model) to :func:`summarize` output; bars keep the
+    dict's order. Returns the matplotlib ``Figure``.
+
+    Raises:
+        ValueError: no summaries, or one without ``accuracy``/``ci_low``/``ci_high``.
+    """
+    import matplotlib.pyplot as plt
+
+    if not summaries:
+        raise ValueError("nothing to plot")
+    for label, s in summaries.items():
+        if not {"accuracy", "ci_low", "ci_high"} <= set(s):
+            raise ValueError(f"summary {label!r} lacks accuracy/ci_low/ci_high")
+    labels = list(summaries)
+    acc = [100 * summaries[k]["accuracy"] for k in labels]
+    err = [[a - 100 * summaries[k]["ci_low"] for a, k in zip(acc, labels)],
+           [100 * summaries[k]["ci_high"] - a for a, k in zip(acc, labels)]]
+    fig, ax = plt.subplots(figsize=(1.3 * len(labels) + 2, 4), constrained_layout=True)
+    bars = ax.bar(labels, acc, yerr=err, capsize=5, color="tab:blue", alpha=0.8)
+    ax.bar_label(bars, fmt="%.0f", padding=3, fontsize=8, label_type="center")
+    n = sorted({s["n"] for s in summaries.values() if "n" in s})
+    ax.set(ylabel="accuracy (%)", ylim=(0, 100),
+           title=title or f"Accuracy, n = {', '.join(map(str, n))} (error bar: Wilson 95 % CI)")
+    ax.tick_params(axis="x", labelrotation=20)
+    if show:
+        plt.show()
+    else:
+        plt.close(fig)
+    return fig
+
+
+# ---------------------------------------------------------------------------------- plots
+def plot_before_after(comparison: Comparison, show: bool = True):
+    """Paired bars, base vs. base + LoRA: accuracy (with Wilson 95 % CI error bars), valid and
+    strict format, placeholder rate, reasoning completeness, all in %. Returns the ``Figure``."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    keys = [("accuracy", "accuracy"), ("format_rate_valid", "format, valid"),
+            ("format_rate_strict", "format, strict"), ("placeholder_rate", "placeholder"),
+            ("reasoning_rate", "reasoning complete")]
+    x = np.arange(len(keys))
+    fig, ax = plt.subplots(figsize=(8, 4), constrained_layout=True)
+    for offset, name in ((-0.2, "base"), (0.2, "lora")):
+        s = comparison.summaries[name]
+        values = np.array([100 * (s[k] or 0.0) for k, _ in keys])
+        err = np.zeros((2, len(keys)))
+        err[:, 0] = [values[0] - 100 * s["ci_low"], 100 * s["ci_high"] - values[0]]
+        bars = ax.bar(x + offset, values, 0.4, yerr=err, capsize=4, label=RUN_LABELS[name])
+        ax.bar_label(bars, fmt="%.0f", padding=2, fontsize=8)
+    ax.set_xticks(x, [label for _, label in keys])
+    ax.set(ylabel="% of questions", ylim=(0, 105),
+           title=f"Before vs. after GRPO, n = {comparison.mcnemar.n} (error bar: Wilson 95 % CI)")
+    ax.legend()
+    _show_or_close(fig, show)
+    return fig
+
+
+def plot_completion_lengths(comparison: Comparison, max_tokens: int | None = None, show: bool = True):
+    """Histograms of completion length (tokens) for both models; a dashed line marks
+    ``max_tokens`` (completions there were cut off). Returns the ``Figure``."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    lengths = {name: [r["tokens"] for r in getattr(comparison, name).records if r["tokens"] is not None]
+               for name in ("base", "lora")}
+    top = max([max(v, default=0) for v in lengths.values()] + [max_tokens or 0, 1])
+    bins = np.linspace(0, top + 1, 21)
+    fig, ax = plt.subplots(figsize=(8, 3.5), constrained_layout=True)
+    for name, values in lengths.items():
+        ax.hist(values, bins=bins, alpha=0.55, label=f"{RUN_LABELS[name]} (mean {np.mean(values):.0f})")
+    if max_tokens:
+        ax.axvline(max_tokens, color="k", ls="--", lw=1, label=f"limit {max_tokens}")
+    ax.set(xlabel="completion tokens", ylabel="questions", title="Completion lengths")
+    ax.legend()
+    _show_or_close(fig, show)
+    return fig
+
+
+def _show_or_close(fig, show: bool) -> None:
+    import matplotlib.pyplot as plt
+
+    if show:
+        plt.show()
+    else:
+        plt.close(fig)
+
+
+# ----------------------------------------------------------------------------------- stage runs
+PLOTTED = (("reward", "reward (mean over the batch)"), ("kl", "KL to the reference (k3, nats/token)"),
+           ("completions/mean_length", "mean completion length (tokens)"),
+           ("grad_norm", "grad norm (before clipping)"), ("heldout/accuracy", "held-out accuracy (greedy)"))
+
+
+def plot_variant_runs(runs: dict, show: bool = True):
+    """One figure, five panels against the step (:data:`PLOTTED`: reward, KL, length, grad norm, held-out
+    accuracy), one line per stage run (``{stage: metrics columns}``). Returns the ``Figure``.
+
+    Raises:
+        ValueError: no runs.
+    """
+    import matplotlib.pyplot as plt
+
+    from helpers.evaluation.plots import finish_figure, rolling_mean
+
+    if not runs:
+        raise ValueError("no stage runs to plot")
+    fig, axes = plt.subplots(1, len(PLOTTED), figsize=(19, 3.8), constrained_layout=True)
+    for stage, m in runs.items():
+        for ax, (key, title) in zip(axes, PLOTTED):
+            pairs = [(s, v) for s, v in zip(m["step"], m.get(key, [])) if not math.isnan(v)]
+            steps, values = [p[0] for p in pairs], [p[1] for p in pairs]
+            if key == "heldout/accuracy":
+                ax.plot(steps, [100 * v for v in values], marker="s", label=stage)
+            elif key == "kl":  # a line through the fresh batches; the reused ones (off-policy k3) as dots
+                fresh = set(fresh_steps(m))
+                line, = ax.plot([s for s in steps if s in fresh], [v for s, v in pairs if s in fresh], marker=".",
+                                label=stage)
+                ax.plot([s for s in steps if s not in fresh], [v for s, v in pairs if s not in fresh], ls="",
+                        marker="x", alpha=0.5, color=line.get_color())
+            elif key in ("reward", "completions/mean_length"):
+                line, = ax.plot(steps, rolling_mean(values, 3), lw=2, label=stage)
+                ax.plot(steps, values, ls="", marker=".", alpha=0.4, color=line.get_color())
+            else:
+                ax.plot(steps, values, marker=".", label=stage)
+            ax.set(title=title + (" %" if key == "heldout/accuracy" else ""), xlabel="step")
+    axes[0].set_title("reward (3-step mean; dots: each step)")
+    axes[1].set_title("KL (k3) on fresh batches; x: reused batch")
+    axes[0].legend(fontsize=8)
+    return finish_figure(fig, show)

@@ -1,0 +1,340 @@
+"""Reading and reporting runs: ``summary.json``, the stage tables, per-kind outcomes, reference runs.
+
+* A pipeline run's ``summary.json`` (:func:`pipeline_summary`: provenance, profile, timings, every
+  stage's summary and McNemar's tests between the starting point and GRPO, :func:`paired_tests`) and
+  :func:`load_summary` to read one back, e.g. a committed reference run under :data:`RESULTS_DIR`.
+* Tables of strings: :func:`stage_table` (GSM8K), :func:`problems_table` (course-written problems by
+  difficulty level), :func:`outcomes_by_kind` (per problem kind: gained, lost, p).
+* :func:`save_reference`: a finished run's light files, outcomes without any text, for ``results/``.
+* The runs of the from-scratch loop's variants: :func:`read_variant_runs`, :func:`variant_table`.
+* Provenance shared by every run: :func:`git_commit`, :func:`cpu_count`.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+from helpers.training.profiles import Profile
+import math
+from helpers.loop import VARIANTS
+
+
+RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"  # the committed reference runs
+
+
+SUMMARY_FILE = "summary.json"
+METRICS_FILE = "metrics.csv"  # one row per GRPO step (trainer and loop alike)
+
+
+RECORDS_FILE = "eval_records.jsonl"
+
+
+STAGE_LABELS = {"base": "base", "cold_start": "cold start", "grpo": "cold start + GRPO"}
+
+
+# (summary key, table row): the rates compared between the stages.
+RATES = (("format_rate_strict", "strict format (layout only)"),
+         ("format_rate_valid", "valid format: real reasoning + number"),
+         ("placeholder_rate", "placeholder / template copy"))
+# Per-question outcomes tested with McNemar between the cold start and GRPO, and their table row.
+PAIRED = {"format_valid": RATES[1][1], "correct": "accuracy",
+          "correct_format_free": "accuracy, format-free (last number)"}
+
+
+def paired_tests(first, last) -> dict:
+    """McNemar's exact test (:func:`helpers.evaluation.stats.mcnemar`) between two evaluations of the same
+    questions, for each per-question outcome in :data:`PAIRED`: ``{outcome: McNemar.as_dict()}``;
+    ``lora_only`` counts the questions only ``last`` got, ``base_only`` those only ``first`` got."""
+    from helpers.evaluation.stats import mcnemar
+
+    return {key: mcnemar([r[key] for r in first.records], [r[key] for r in last.records]).as_dict()
+            for key in PAIRED}
+
+
+
+def tag_levels(result, problems) -> None:
+    """Write each problem's difficulty (:func:`helpers.data.curriculum.level_name`, e.g. ``"1 op up to
+    20"``) into the matching record of ``result`` (an ``EvalResult`` of those problems, in order), as
+    :func:`problems_summary` needs."""
+    from helpers.data.curriculum import level_name
+
+    for record, problem in zip(result.records, problems, strict=True):
+        record["level"] = level_name(problem.ops, problem.max_number)
+
+
+def problems_summary(problems: dict) -> dict:
+    """``{"levels": [...], "stages": {stage: {"all": summary, level: summary}}, "mcnemar_start_vs_grpo":
+    {"all": tests, level: tests}}`` for ``{stage: EvalResult}`` on course-written problems whose records
+    carry a ``level`` (:func:`evaluate_stages`): :func:`helpers.evaluation.scoring.extended_summary` and
+    :func:`paired_tests` between the starting point and GRPO."""
+    from helpers.evaluation.scoring import extended_summary
+    from helpers.evaluation.scoring import EvalResult
+
+    levels = list(dict.fromkeys(r["level"] for r in next(iter(problems.values())).records))
+
+    def part(result, level):
+        return EvalResult([r for r in result.records if level == "all" or r["level"] == level])
+
+    start = problems.get("cold_start", problems.get("base"))
+    return {"levels": levels,
+            "stages": {stage: {level: extended_summary(part(result, level)) for level in ["all", *levels]}
+                       for stage, result in problems.items()},
+            "mcnemar_start_vs_grpo": {level: paired_tests(part(start, level), part(problems["grpo"], level))
+                                      for level in ["all", *levels]}}
+
+
+def outcomes_by_kind(records, problems, first: str = "cold_start", last: str = "grpo") -> list[dict]:
+    """Where a gain or a loss came from: per problem kind (``add``, ``sub``, ..., ``add_sub``, ...;
+    :data:`helpers.data.problems.KINDS`) how many problems ``first`` and ``last`` got right, how many only
+    ``last`` got (gained), only ``first`` got (lost), and McNemar's exact p (:func:`helpers.evaluation.stats.mcnemar`).
+
+    Args:
+        records: a run's records (``eval_records.jsonl`` or a reference run's ``eval_outcomes.jsonl``):
+            dicts with ``set``, ``stage``, ``index`` and ``correct``; only ``set == "problems"`` counts.
+        problems: the run's test problems in evaluation order (:func:`eval_problem_set` of its profile):
+            record ``index`` i is problem i.
+
+    Returns:
+        one row per kind, in order of first appearance: ``{"ops", "kind", "n", first, last, "gained",
+        "lost", "p"}`` (counts of problems).
+
+    Raises:
+        ValueError: a stage's problem records are not exactly the indices ``0 .. len(problems) - 1``.
+    """
+    from helpers.evaluation.stats import mcnemar
+
+    correct = {}
+    for stage in (first, last):
+        rows = sorted((r for r in records if r.get("set") == "problems" and r["stage"] == stage),
+                      key=lambda r: r["index"])
+        if [r["index"] for r in rows] != list(range(len(problems))):
+            raise ValueError(f"stage {stage!r}: {len(rows)} problem records, not one for each of the "
+                             f"{len(problems)} problems (index 0 to {len(problems) - 1})")
+        correct[stage] = [bool(r["correct"]) for r in rows]
+    table = []
+    for kind in dict.fromkeys(p.kind for p in problems):
+        idx = [i for i, p in enumerate(problems) if p.kind == kind]
+        test = mcnemar([correct[first][i] for i in idx], [correct[last][i] for i in idx])
+        table.append({"ops": problems[idx[0]].ops, "kind": kind, "n": len(idx),
+                      first: sum(correct[first][i] for i in idx), last: sum(correct[last][i] for i in idx),
+                      "gained": test.lora_only, "lost": test.base_only, "p": test.p_value})
+    return table
+
+
+def pipeline_summary(profile: Profile, results: dict, timings: dict, *, reward_set: str, dataset: str | None,
+                  cold_start=None, reused_cold_start=None, command: str | None = None, training=None,
+                  skipped: str | None = None, problems: dict | None = None, prompts: str | None = None) -> dict:
+    """The content of ``summary.json``: provenance (command, commit, date, machine), the profile,
+    the cold start (``cold_start``, trained in this run, or the folder ``reused_cold_start``, assumed
+    trained on the profile's ``cold_start_examples`` first train rows, as GRPO's prompts skip them,
+    and its ``cold_start_problems``),
+    the processes and global batch of GRPO (``training``, a :class:`helpers.training.trainer.TrainingRun`),
+    timings (seconds), GRPO's prompts (``prompts``, a description) and its held-out curve, each
+    stage's :func:`helpers.evaluation.scoring.extended_summary` on GSM8K (``stages``) and :func:`paired_tests`
+    between the starting point and GRPO; on the course-written problems (``problems``: ``{stage: EvalResult}``)
+    the same under ``"problems"``, for all of them and for each level (:func:`problems_summary`).
+    Without ``results`` (evaluation ``skipped``, with the reason) ``stages`` and the tests are empty."""
+    from dataclasses import asdict
+
+    from helpers.evaluation.before_after import decoding
+    from helpers.evaluation.scoring import extended_summary
+
+    start = results.get("cold_start", results.get("base"))
+    processes = training.processes if training else 1
+    summary = {
+        "command": command or f"helpers.training.pipeline.run_pipeline(profile {profile.name!r}, {reward_set!r} rewards)",
+        "commit": git_commit(),
+        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()}, {cpu_count()} CPU cores, python {platform.python_version()}",
+        "profile": asdict(profile),
+        "reward_set": reward_set,
+        "cold_start_examples": (cold_start.examples if cold_start else
+                                profile.cold_start_examples + profile.cold_start_problems if reused_cold_start
+                                else 0),
+        "cold_start_reused": str(reused_cold_start) if reused_cold_start else None,
+        "distributed": {"processes": processes,
+                        "per_device_train_batch_size": profile.per_device_train_batch_size,
+                        "gradient_accumulation_steps": profile.gradient_accumulation_steps,
+                        "num_generations": profile.num_generations,
+                        "global_batch": training.global_batch if training else
+                        profile.per_device_train_batch_size * profile.gradient_accumulation_steps},
+        "timings_s": {k: round(v, 1) for k, v in timings.items()},
+        "evaluation": ({"dataset": dataset, "n": len(start.records), "decoding": decoding(profile, greedy=True)}
+                       if start else {"skipped": skipped or "no evaluation"}),
+        "grpo_prompts": prompts,
+        "heldout": [{"step": step, **values} for step, values in (training.heldout if training else [])],
+        "stages": {stage: extended_summary(result) for stage, result in results.items()},
+        "mcnemar_start_vs_grpo": paired_tests(start, results["grpo"]) if start else {},
+        "problems": problems_summary(problems) if problems else {},
+    }
+    return json.loads(json.dumps(summary, default=str))  # as summary.json holds it (lists, not tuples)
+
+
+def stage_table(stages: dict, tests: dict | None = None):
+    """Rows: accuracy (correct/n; the ``<answer>`` block), format-free accuracy (the last number; runs
+    that recorded it), the format rates of :data:`RATES`, mean tokens; one column per stage
+    (``{stage: extended_summary}``, keys of :data:`STAGE_LABELS`); with ``tests`` (:func:`paired_tests`
+    of the last two stages), a last column with McNemar's exact p between them. A pandas ``DataFrame``
+    of strings. ``stage_table(summary["stages"], summary["mcnemar_start_vs_grpo"])`` is the GSM8K table
+    ``make train`` prints."""
+    import pandas as pd
+
+    rows = {"accuracy": [f"{s['correct']}/{s['n']}" for s in stages.values()]}
+    if all(s.get("accuracy_format_free") is not None for s in stages.values()):
+        rows[PAIRED["correct_format_free"]] = [f"{round(s['accuracy_format_free'] * s['n'])}/{s['n']}"
+                                               for s in stages.values()]
+    for key, label in RATES:
+        rows[label] = [f"{round(s[key] * s['n'])}/{s['n']}" for s in stages.values()]
+    rows["mean completion tokens"] = [f"{s['mean_tokens']:.0f}" for s in stages.values()]
+    labels = [STAGE_LABELS[k] for k in stages]
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=labels)
+    if tests:
+        column = f"McNemar p, {labels[-2]} -> {labels[-1]}"
+        frame[column] = ""
+        for key, row in PAIRED.items():
+            if key in tests and row in frame.index:
+                frame.loc[row, column] = _p_cell(tests[key])
+    return frame
+
+
+def problems_table(problems: dict):
+    """The course-written problems of a summary (``summary["problems"]``, :func:`problems_summary`) as a
+    ``DataFrame`` of strings: accuracy and format-free accuracy for all problems and for each level,
+    the valid format and mean tokens over all; one column per stage, then McNemar's exact p between the
+    last two stages."""
+    import pandas as pd
+
+    stages, tests = problems["stages"], problems["mcnemar_start_vs_grpo"]
+    rows, paired = {}, {}
+    for key, name in (("correct", "accuracy"), ("correct_format_free", "format-free accuracy")):
+        summary_key = "accuracy" if key == "correct" else "accuracy_format_free"
+        for level in ["all", *problems["levels"]]:
+            row = f"{name}, {level}"
+            rows[row] = [f"{round(s[level][summary_key] * s[level]['n'])}/{s[level]['n']}" for s in stages.values()]
+            paired[row] = tests[level][key]
+    rows["valid format, all"] = [f"{round(s['all']['format_rate_valid'] * s['all']['n'])}/{s['all']['n']}"
+                                 for s in stages.values()]
+    paired["valid format, all"] = tests["all"]["format_valid"]
+    rows["mean completion tokens, all"] = [f"{s['all']['mean_tokens']:.0f}" for s in stages.values()]
+    labels = [STAGE_LABELS[k] for k in stages]
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=labels)
+    frame[f"McNemar p, {labels[-2]} -> {labels[-1]}"] = [_p_cell(paired[row]) if row in paired else ""
+                                                         for row in frame.index]
+    return frame
+
+
+def _p_cell(test: dict) -> str:
+    return f"{test['p_value']:.2g} ({test['lora_only']} gained, {test['base_only']} lost)"
+
+
+def load_summary(run_dir) -> dict:
+    """``summary.json`` of a run folder, e.g. ``RESULTS_DIR / "cpu-cold160-checked"`` (a committed
+    reference run) or ``outputs/grpo-cpu``.
+
+    Raises:
+        FileNotFoundError: the folder has no ``summary.json``.
+    """
+    path = Path(run_dir) / SUMMARY_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: run `python -m helpers train` to make one")
+    return json.loads(path.read_text())
+
+
+REFERENCE_FILES = ("summary.json", "metrics.csv", "cold_start_metrics.csv", "training_curves.png", "pass_at_k.json")
+
+
+OUTCOME_KEYS = ("set", "stage", "index", "level", "correct", "correct_format_free", "format_strict", "format_valid",
+                "placeholder", "tokens")
+
+
+def save_reference(run_dir, dest) -> Path:
+    """Copy a finished run's light files into ``dest`` (a ``results/`` folder to commit):
+    :data:`REFERENCE_FILES` and ``eval_outcomes.jsonl``, the per-question outcomes of
+    ``eval_records.jsonl`` without any text (:data:`OUTCOME_KEYS`: no GSM8K question, no
+    completion). Returns ``dest``.
+
+    Raises:
+        FileNotFoundError: ``run_dir`` lacks ``summary.json`` or ``eval_records.jsonl``.
+    """
+    import shutil
+
+    run_dir, dest = Path(run_dir), Path(dest)
+    for name in (SUMMARY_FILE, RECORDS_FILE):
+        if not (run_dir / name).exists():
+            raise FileNotFoundError(f"{run_dir / name} not found: is {run_dir} a finished run?")
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in REFERENCE_FILES:
+        if (run_dir / name).exists():
+            shutil.copy2(run_dir / name, dest / name)
+    with open(run_dir / RECORDS_FILE, encoding="utf-8") as src, open(dest / "eval_outcomes.jsonl", "w") as out:
+        for line in src:
+            record = json.loads(line)
+            out.write(json.dumps({key: record[key] for key in OUTCOME_KEYS if key in record}) + "\n")
+    return dest
+
+
+def git_commit() -> str | None:
+    """The current commit (``+dirty`` with uncommitted changes), or None outside a git clone."""
+    try:
+        root = Path(__file__).resolve().parents[2]
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return commit + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def cpu_count() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+def read_variant_runs(results_dir) -> tuple[dict, list]:
+    """``({stage: metrics columns}, [missing stages])`` from ``results_dir/<stage>/metrics.csv``, stages in
+    :data:`VARIANTS` order (:func:`helpers.evaluation.plots.read_metrics`)."""
+    from helpers.evaluation.plots import read_metrics
+
+    results_dir = Path(results_dir)
+    found = {s: read_metrics(results_dir / s / METRICS_FILE) for s in VARIANTS
+             if (results_dir / s / METRICS_FILE).exists()}
+    return found, [s for s in VARIANTS if s not in found]
+
+
+def fresh_steps(m: dict) -> list:
+    """The steps of a metrics table (:func:`helpers.evaluation.plots.read_metrics` columns) that sampled a new batch
+    (the others reuse it: their KL is measured on the old policy's samples, where k3 is biased)."""
+    return [s for s, g in zip(m["step"], m["seconds/generation"]) if s > 0 and g > 0]
+
+
+def variant_table(runs: dict):
+    """A ``DataFrame``, one row per stage run: mean reward over the first and the last 5 steps, the KL of
+    the last fresh batch (:func:`fresh_steps`), mean length and grad norm over the last 5 steps, the share
+    of clipped tokens, held-out accuracy before (step 0) and after (last evaluation), and the mean step
+    time (s, without the held-out evaluations)."""
+    import pandas as pd
+
+    def mean(values):
+        values = [v for v in values if not math.isnan(v)]
+        return sum(values) / len(values) if values else float("nan")
+
+    rows = {}
+    for stage, m in runs.items():
+        trained = [i for i, s in enumerate(m["step"]) if s > 0]
+        first, last = trained[:5], trained[-5:]
+        held = [v for v in m.get("heldout/accuracy", []) if not math.isnan(v)]
+        rows[stage] = {"reward, steps 1-5": mean([m["reward"][i] for i in first]),
+                       "reward, last 5": mean([m["reward"][i] for i in last]),
+                       "KL, last fresh batch": m["kl"][m["step"].index(fresh_steps(m)[-1])],
+                       "length, last 5": mean([m["completions/mean_length"][i] for i in last]),
+                       "grad norm, last 5": mean([m["grad_norm"][i] for i in last]),
+                       "clipped tokens, mean": mean([m["clip_ratio/region_mean"][i] for i in trained]),
+                       "held-out, step 0": held[0] if held else float("nan"),
+                       "held-out, last": held[-1] if held else float("nan"),
+                       "seconds per step": mean([m["step_time_s"][i] for i in trained])}
+    return pd.DataFrame.from_dict(rows, orient="index")

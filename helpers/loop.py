@@ -1,0 +1,397 @@
+"""GRPO from scratch: the whole training loop in plain PyTorch on a PEFT LoRA policy (notebook 07).
+
+One *step* is one AdamW step on the LoRA, as TRL counts steps. Every ``num_iterations`` steps a new
+batch is sampled; the steps in between reuse it (the ratio then departs from 1 and the clip matters):
+
+1. **sample** (:func:`sample_completions`): ``model.generate`` with its KV cache, G completions per
+   prompt (each prompt repeated G times), then the mask ends each completion at its first stop token;
+2. **score** (:func:`score_completions`): the reward functions, called as TRL calls them;
+3. **advantages** (:func:`helpers.grpo.group_advantages`): reward minus the group mean, divided by the
+   group's std (``scale_std``) or not (REINFORCE with the group mean as its baseline);
+4. **log-probs without gradient** (:func:`prepare_batch`): the old policy (the weights that sampled,
+   only when ``num_iterations > 1``) and the reference model (the same PEFT model with its adapter
+   off, ``disable_adapter()``);
+5. **loss** (:func:`helpers.grpo.grpo_loss`): clipped surrogate + beta x k3 KL, averaged as ``loss_type``
+   says, then backward, gradient clipping and one AdamW step (:func:`optimizer_step`).
+
+:func:`train_from_scratch` is the loop that calls them. :data:`VARIANTS` names four configs, each the
+one before plus one piece: ``reinforce`` (group-mean baseline), ``std`` (+ the std division), ``clip``
+(+ each batch used twice, clipped), ``kl`` (+ the k3 KL to the reference).
+
+Design choices, each named (DeepSeekMath = Shao et al. 2024, §4.1 eq. 3-4; TRL = 0.22.2's GRPOTrainer):
+
+* advantages: DeepSeekMath divides by the group's std; TRL too (``scale_rewards="group"``, std + 1e-4);
+  the loop does either (``scale_std``). Rewards in float32, as TRL keeps them; a group of equal rewards
+  gets advantages of exactly 0 (TRL: 0 up to rounding).
+* old policy: DeepSeekMath samples with pi_old and takes several steps per batch; TRL stores the old
+  log-probs only when a batch is reused (``num_iterations > 1``), else rho = 1 (``logp.detach()``); the
+  loop does the same.
+* KL: DeepSeekMath adds beta x k3 to the loss per token (eq. 4), TRL too, and so does the loop, which
+  also computes the reference log-probs when beta = 0, to log the KL (TRL then skips that pass).
+* normaliser: DeepSeekMath 1/|o_i| per completion (``"grpo"``); TRL's default is ``"dapo"``; the loop
+  takes ``loss_type`` from the config (default ``"grpo"``, as the course's profiles).
+* positions: the log-prob passes read ``[prompt, completion]`` without position ids, so a left-padded
+  row's positions are its column numbers, as TRL computes them (``generate`` counts from the first
+  real token; with prompts of one length there is no difference).
+* optimizer: torch's AdamW on the LoRA parameters, weight decay on all of them, the gradient clipped to
+  ``max_grad_norm`` first, constant learning rate: what TRL's Trainer does with ``optim="adamw_torch"``
+  and ``lr_scheduler_type="constant"``. :mod:`helpers.training.trl_check` checks the LoRA after one step
+  equal to TRL's on the same completions.
+* rollouts: plain ``generate`` (none of the savings of :mod:`helpers.training.fast_rollouts`); the
+  log-prob pass is a parameter (``logps``), so a caller can share each group's prompt pass
+  (:func:`helpers.training.fast_rollouts.shared_batch_logps`: the same values and gradients).
+
+The course's data, held-out evaluation and files come from :mod:`helpers.training.loop_runs`; this
+module imports none of the machinery.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+import torch
+from helpers import grpo
+from helpers.rewards import REWARD_FUNCS
+
+
+TIME_PARTS = ("seconds/generation", "seconds/logps_no_grad", "seconds/loss_backward", "seconds/rest")
+
+
+METRIC_COLUMNS = ("step", "rollout", "reward", "reward_std", "frac_reward_zero_std", "kl", "clip_ratio/region_mean",
+           "clip_ratio/low_mean", "clip_ratio/high_mean", "ratio_mean", "completions/mean_length",
+           "completions/max_length", "completions/clipped_ratio", "grad_norm", "loss", *TIME_PARTS,
+           "step_time_s", "heldout/accuracy", "heldout/accuracy_format_free", "heldout/seconds")
+
+
+# The pieces added one at a time (issue 21): each stage is the one before plus one change.
+VARIANTS = {
+    "reinforce": dict(scale_std=False, num_iterations=1, beta=0.0),  # group-mean baseline, rho = 1, no KL
+    "std": dict(scale_std=True, num_iterations=1, beta=0.0),  # + GRPO's std division
+    "clip": dict(scale_std=True, num_iterations=2, epsilon=0.2, beta=0.0),  # + each batch used twice, clipped
+    "kl": dict(scale_std=True, num_iterations=2, epsilon=0.2, beta=0.04),  # + k3 KL to the reference
+}
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """Every knob of the loop. Lengths in tokens, the learning rate per AdamW step.
+
+    Raises:
+        ValueError: any value out of range (named in the message).
+    """
+
+    variant: str = "custom"  # a label for the logs; variant_config() sets it
+    scale_std: bool = True  # divide the advantages by the group's std (GRPO) or not (REINFORCE + baseline)
+    num_iterations: int = 1  # AdamW steps per sampled batch (> 1: the ratio departs from 1, the clip binds)
+    epsilon: float = 0.2  # clip range of the ratio, [1 - eps, 1 + eps]
+    beta: float = 0.0  # weight of the k3 KL to the reference model
+    loss_type: str = "grpo"  # helpers.grpo.LOSS_TYPES
+    prompts_per_step: int = 2  # distinct prompts in a sampled batch
+    num_generations: int = 8  # G, completions per prompt
+    max_new_tokens: int = 96
+    temperature: float = 0.6  # the cpu profile's
+    top_p: float = 1.0
+    learning_rate: float = 5e-4
+    weight_decay: float = 0.1  # the cpu profile's AdamW settings
+    adam_betas: tuple = (0.9, 0.99)
+    adam_eps: float = 1e-8
+    max_grad_norm: float = 0.1
+    steps: int = 20
+    seed: int = 3407
+    heldout_problems: int = 32  # course-written test problems (helpers.data.problem_sets.heldout_problems); 0: off
+    heldout_every: int = 5
+    log_kl: bool = True  # reference log-probs also when beta = 0, for the KL column
+
+    def __post_init__(self):
+        checks = [(self.num_iterations >= 1, "num_iterations must be >= 1"),
+                  (0 <= self.epsilon < 1, "epsilon must lie in [0, 1)"), (self.beta >= 0, "beta must be >= 0"),
+                  (self.loss_type in grpo.LOSS_TYPES, f"loss_type must be one of {grpo.LOSS_TYPES}"),
+                  (self.prompts_per_step >= 1, "prompts_per_step must be >= 1"),
+                  (self.num_generations >= 2, "num_generations must be >= 2 (a group of 1 has no baseline)"),
+                  (self.max_new_tokens >= 1, "max_new_tokens must be >= 1"),
+                  (self.temperature > 0, "temperature must be > 0"),
+                  (0 < self.top_p <= 1, "top_p must lie in (0, 1]"),
+                  (self.learning_rate > 0, "learning_rate must be > 0"),
+                  (self.max_grad_norm > 0, "max_grad_norm must be > 0"),
+                  (self.steps >= 1, "steps must be >= 1"),
+                  (self.heldout_problems >= 0, "heldout_problems must be >= 0"),
+                  (self.heldout_every >= 1, "heldout_every must be >= 1")]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(f"{message} (LoopConfig, variant {self.variant!r})")
+
+    @property
+    def rollouts(self) -> int:
+        """Sampled batches in the run: one every ``num_iterations`` steps."""
+        return math.ceil(self.steps / self.num_iterations)
+
+
+def variant_config(variant: str, **overrides) -> LoopConfig:
+    """The config of a named variant (:data:`VARIANTS`) with ``overrides`` (e.g. ``steps=2``).
+
+    Raises:
+        ValueError: unknown variant, or a bad value (:class:`LoopConfig`).
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; choose one of {list(VARIANTS)}")
+    return LoopConfig(**{"variant": variant, **VARIANTS[variant], **overrides})
+
+
+def quick(config: LoopConfig) -> LoopConfig:
+    """Smoke size (CI, ``--quick``): 2 steps of 1 prompt x 4 completions x 24 tokens, 4 held-out problems
+    after every step. It checks that the loop runs, not that it learns."""
+    return replace(config, steps=2, prompts_per_step=1, num_generations=4, max_new_tokens=24,
+                   heldout_problems=min(config.heldout_problems, 4), heldout_every=1)
+
+
+@dataclass
+class Batch:
+    """One sampled batch, B = prompts x G rows (a group's G rows consecutive), P prompt and T completion
+    columns. ``old_logps`` is None when the batch is used once (rho = 1), ``ref_logps`` when no
+    reference pass was needed."""
+
+    prompt_ids: torch.Tensor  # (B, P), left-padded
+    prompt_mask: torch.Tensor  # (B, P)
+    completion_ids: torch.Tensor  # (B, T), right-padded
+    completion_mask: torch.Tensor  # (B, T): 1 up to and including the first stop token
+    rewards: torch.Tensor  # (B, F) float32, one column per reward function
+    advantages: torch.Tensor  # (B,)
+    old_logps: torch.Tensor | None = None  # (B, T), log pi_old
+    ref_logps: torch.Tensor | None = None  # (B, T), log pi_ref
+    reward_names: list = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------------------- 1. sample
+def tokenize_prompts(tokenizer, prompts: list) -> tuple[torch.Tensor, torch.Tensor]:
+    """Chat prompts (message lists) -> ``(prompt_ids, prompt_mask)``, each ``(N, P)``, left-padded, as TRL
+    tokenizes them (chat template with the assistant turn opened, no extra special tokens)."""
+    texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
+    enc = tokenizer(texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
+    return enc["input_ids"], enc["attention_mask"]
+
+
+@torch.no_grad()
+def sample_completions(model, tokenizer, prompt_ids, prompt_mask, config: LoopConfig):
+    """G completions of each prompt with ``model.generate`` (KV cache, ``softmax(logits / T)``, no top-k).
+
+    Args:
+        prompt_ids, prompt_mask: ``(N, P)`` distinct prompts, left-padded.
+
+    Returns:
+        ``(prompt_ids, prompt_mask, completion_ids, completion_mask)``: ``(B, P)`` with B = N x G (each
+        prompt repeated G times in a row), ``(B, T)`` with T <= ``max_new_tokens``; the mask ends each
+        completion at its first stop token (:func:`helpers.grpo.completion_mask`, the stop token kept).
+    """
+    from transformers import GenerationConfig
+
+    stops = grpo.stop_token_ids(tokenizer, getattr(model, "generation_config", None))
+    ids = prompt_ids.repeat_interleave(config.num_generations, dim=0)  # (B, P)
+    mask = prompt_mask.repeat_interleave(config.num_generations, dim=0)
+    settings = GenerationConfig(max_new_tokens=config.max_new_tokens, do_sample=True, temperature=config.temperature,
+                                top_p=config.top_p, top_k=0, eos_token_id=stops, pad_token_id=tokenizer.pad_token_id,
+                                bos_token_id=tokenizer.bos_token_id)
+    was_training = model.training
+    model.eval()
+    out = model.generate(input_ids=ids.to(model.device), attention_mask=mask.to(model.device),
+                         generation_config=settings)  # (B, P + T)
+    model.train(was_training)
+    completion_ids = out[:, ids.size(1):].cpu()  # (B, T)
+    return ids, mask, completion_ids, grpo.completion_mask(completion_ids, stops)
+
+
+def decode_completions(tokenizer, completion_ids) -> list[str]:
+    """The decoded completions, special tokens skipped, as TRL gives them to the reward functions."""
+    return tokenizer.batch_decode(completion_ids, skip_special_tokens=True)  # generate pads after the end
+
+
+# -------------------------------------------------------------------------------------------- 2. score
+def score_completions(reward_funcs, rows: list[dict], completions: list[str], completion_ids, completion_mask):
+    """Each reward function on each completion, called as TRL 0.22.2 calls it: ``f(prompts=, completions=
+    (conversational), completion_ids=, **columns)`` with every other column of ``rows`` (``answer``, ...).
+
+    Args:
+        rows: B dataset rows (``prompt`` plus columns), the prompt's row repeated for its G completions.
+
+    Returns:
+        ``(B, F)`` float32 rewards (None becomes NaN; the total is their ``nansum``, as in TRL).
+
+    Raises:
+        ValueError: lengths differ, or a reward function returns the wrong number of values.
+    """
+    if not (len(rows) == len(completions) == completion_ids.size(0)):
+        raise ValueError(f"{len(rows)} rows, {len(completions)} completions, {completion_ids.size(0)} id rows")
+    prompts = [r["prompt"] for r in rows]
+    columns = {k: [r[k] for r in rows] for k in rows[0] if k not in ("prompt", "completion", "completion_ids")}
+    ids = [row[m.bool()].tolist() for row, m in zip(completion_ids, completion_mask)]
+    messages = [[{"role": "assistant", "content": c}] for c in completions]
+    out = torch.zeros(len(rows), len(reward_funcs), dtype=torch.float32)
+    for j, func in enumerate(reward_funcs):
+        values = func(prompts=prompts, completions=messages, completion_ids=ids, **columns)
+        if len(values) != len(rows):
+            raise ValueError(f"{func.__name__} returned {len(values)} rewards for {len(rows)} completions")
+        out[:, j] = torch.tensor([math.nan if v is None else v for v in values], dtype=torch.float32)
+    return out
+
+
+# ------------------------------------------------------------------------ 3-4. advantages, old and ref
+def batch_logps(model, batch: Batch, config: LoopConfig) -> torch.Tensor:
+    """``(B, T)`` log-probs of the completion tokens under ``model`` at the sampling temperature (with
+    gradients unless under ``no_grad``): one pass over ``[prompt, completion]``
+    (:func:`helpers.grpo.completion_logps`). The functions below take another one of the same signature
+    as ``logps``, e.g. :func:`helpers.training.fast_rollouts.shared_batch_logps` (one prompt pass per group)."""
+    return grpo.completion_logps(model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
+                                 batch.completion_mask, config.temperature)
+
+
+def prepare_batch(model, prompt_ids, prompt_mask, completion_ids, completion_mask, rewards,
+                  config: LoopConfig, reward_names=(), logps=batch_logps) -> Batch:
+    """Advantages from the rewards, then the no-gradient log-probs: old policy (``num_iterations > 1``)
+    and reference (adapter off; when ``beta > 0`` or ``log_kl``).
+
+    Args:
+        rewards: ``(B, F)`` per reward function (their sum is the reward), or ``(B,)``.
+
+    Raises:
+        ValueError: shapes that do not fit (from :func:`helpers.grpo.group_advantages`).
+    """
+    rewards = rewards if rewards.dim() == 2 else rewards[:, None]
+    total = rewards.nansum(1)  # (B,)
+    advantages = grpo.group_advantages(total, config.num_generations, "group" if config.scale_std else "none")
+    batch = Batch(prompt_ids, prompt_mask, completion_ids, completion_mask, rewards, advantages,
+                  reward_names=list(reward_names))
+    with torch.no_grad():
+        if config.num_iterations > 1:
+            batch.old_logps = logps(model, batch, config)  # pi_old = the weights that sampled
+        if config.beta > 0 or config.log_kl:
+            with model.disable_adapter():  # pi_ref = the policy without its LoRA
+                batch.ref_logps = logps(model, batch, config)
+    return batch
+
+
+# ------------------------------------------------------------------------------------- 5. loss and step
+def make_optimizer(model, config: LoopConfig) -> torch.optim.AdamW:
+    """torch's AdamW on the trainable (LoRA) parameters, weight decay on all of them."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("the model has no trainable parameters (no LoRA?)")
+    return torch.optim.AdamW(params, lr=config.learning_rate, betas=tuple(config.adam_betas), eps=config.adam_eps,
+                             weight_decay=config.weight_decay)
+
+
+def optimizer_step(model, optimizer, batch: Batch, config: LoopConfig, logps=batch_logps) -> dict:
+    """Loss (clipped surrogate + beta x k3), backward, gradient clipping, one AdamW step.
+
+    Returns:
+        ``{"loss", "grad_norm" (before clipping, as TRL logs it), "kl", "clip_ratio/...", "ratio_mean",
+        "seconds/loss_backward", "seconds/rest"}``.
+    """
+    model.train()
+    started = time.perf_counter()
+    policy_logps = logps(model, batch, config)  # (B, T), with gradients
+    loss, stats = grpo.grpo_loss(policy_logps, batch.old_logps, batch.ref_logps, batch.advantages, batch.completion_mask,
+                                 config.beta, config.epsilon, None, config.loss_type, config.max_new_tokens)
+    loss.backward()
+    backward_done = time.perf_counter()
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    grad_norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return {"loss": loss.item(), "grad_norm": grad_norm.item(), **stats,
+            "seconds/loss_backward": backward_done - started, "seconds/rest": time.perf_counter() - backward_done}
+
+
+@dataclass
+class LoopRun:
+    """What :func:`train_from_scratch` measured: one dict per step (:data:`METRIC_COLUMNS`; step 0 holds
+    the held-out accuracy before training), the held-out curve ``[(step, values)]``, the seconds it took,
+    and the files a caller wrote (:mod:`helpers.training.loop_runs`)."""
+
+    rows: list
+    heldout: list
+    seconds: float
+    metrics_csv: Path | None = None
+    summary_json: Path | None = None
+
+
+def train_from_scratch(model, tokenizer, config: LoopConfig, prompts, *, reward_funcs=None, evaluate=None,
+                       logps=batch_logps, log=print) -> LoopRun:
+    """The GRPO loop: ``config.steps`` AdamW steps, a new batch every ``num_iterations`` steps.
+
+    Args:
+        model: a PEFT LoRA policy (its adapter off is the reference model); tokenizer: its tokenizer.
+        prompts: rows with ``prompt`` (and the columns the rewards read), ``prompts_per_step`` per batch
+            in order (:func:`helpers.training.loop_runs.train_prompts` makes the course's).
+        reward_funcs: default :data:`helpers.rewards.REWARD_FUNCS`.
+        evaluate: ``evaluate(model) -> {"heldout/accuracy", ...}``, called before the first step, every
+            ``heldout_every`` steps and after the last (:func:`helpers.training.loop_runs.heldout_evaluator`);
+            None: no held-out curve.
+        logps: the log-prob pass, :func:`batch_logps` or one of its signature.
+        log: a print function for one line per step (None: silent).
+
+    Raises:
+        ValueError: fewer prompts than the run needs.
+    """
+    reward_funcs = list(REWARD_FUNCS if reward_funcs is None else reward_funcs)
+    names = [f.__name__ for f in reward_funcs]
+    prompts = list(prompts)
+    if len(prompts) < config.rollouts * config.prompts_per_step:
+        raise ValueError(f"{len(prompts)} prompts for {config.rollouts} batches of {config.prompts_per_step}")
+    optimizer = make_optimizer(model, config)
+    rows, curve, started, batch = [], [], time.perf_counter(), None
+    if evaluate is not None:
+        values = evaluate(model)
+        curve.append((0, values))
+        rows.append({"step": 0, **values})
+    for step in range(1, config.steps + 1):
+        t0, times = time.perf_counter(), {"seconds/generation": 0.0, "seconds/logps_no_grad": 0.0}
+        if (step - 1) % config.num_iterations == 0:  # a new batch; the other steps reuse it
+            rollout = (step - 1) // config.num_iterations
+            group_rows = prompts[rollout * config.prompts_per_step:(rollout + 1) * config.prompts_per_step]
+            prompt_ids, prompt_mask = tokenize_prompts(tokenizer, [r["prompt"] for r in group_rows])
+            ids, mask, completion_ids, completion_mask = sample_completions(model, tokenizer, prompt_ids,
+                                                                            prompt_mask, config)
+            times["seconds/generation"] = time.perf_counter() - t0
+            texts = decode_completions(tokenizer, completion_ids)
+            repeated = [r for r in group_rows for _ in range(config.num_generations)]
+            rewards = score_completions(reward_funcs, repeated, texts, completion_ids, completion_mask)
+            t1 = time.perf_counter()
+            batch = prepare_batch(model, ids, mask, completion_ids, completion_mask, rewards, config, names, logps)
+            times["seconds/logps_no_grad"] = time.perf_counter() - t1
+        stats = optimizer_step(model, optimizer, batch, config, logps)
+        row = {"step": step, "rollout": (step - 1) // config.num_iterations, **batch_stats(batch, config),
+               **stats, **times}
+        row["step_time_s"] = time.perf_counter() - t0
+        if evaluate is not None and (step % config.heldout_every == 0 or step == config.steps):
+            values = evaluate(model)
+            curve.append((step, values))
+            row.update(values)
+        rows.append(row)
+        if log:
+            held = f", held-out {row['heldout/accuracy']:.0%}" if "heldout/accuracy" in row else ""
+            log(f"step {step:3d}: reward {row['reward']:.3f}, kl {row['kl']:.4f}, clipped "
+                f"{row['clip_ratio/region_mean']:.1%}, length {row['completions/mean_length']:.0f}, "
+                f"grad norm {row['grad_norm']:.3f}, {row['step_time_s']:.1f} s{held}")
+    return LoopRun(rows, curve, time.perf_counter() - started)
+
+
+def batch_stats(batch: Batch, config: LoopConfig) -> dict:
+    """The batch's logged numbers: reward (mean, group std, per function), the share of groups with
+    equal rewards, completion lengths (mean, max) and the share of completions cut at the limit."""
+    total = batch.rewards.nansum(1)
+    lengths = batch.completion_mask.sum(1).float()
+    grouped = total.view(-1, config.num_generations)
+    out = {"reward": total.mean().item(), "reward_std": grouped.std(1).mean().item(),
+           "frac_reward_zero_std": (grouped == grouped[:, :1]).all(1).float().mean().item(),
+           "completions/mean_length": lengths.mean().item(), "completions/max_length": lengths.max().item(),
+           "completions/clipped_ratio": (lengths >= config.max_new_tokens).float().mean().item()}  # at the limit
+    for j, name in enumerate(batch.reward_names):
+        out[f"rewards/{name}/mean"] = batch.rewards[:, j].nanmean().item()
+    return out
+
+
+# --------------------------------------------------------------------------- checked against TRL
+def lora_state(model) -> dict:
+    """``{name: tensor}``, a copy of the trainable (LoRA) parameters."""
+    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}

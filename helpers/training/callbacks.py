@@ -1,0 +1,180 @@
+"""Trainer callbacks: the metrics CSV, a quiet progress bar, and held-out accuracy during GRPO.
+
+* :class:`MetricsCSV` writes each logged step of a TRL trainer as one row of a CSV;
+  :func:`quiet_progress` swaps the trainer's progress printer for :class:`QuietProgressCallback`.
+* :class:`HeldoutAccuracy` is the number that tells learning from reward hacking. The reward can rise
+  while the model gets worse at the task: it finds what the reward functions pay for (a template copy,
+  a restated fact) instead of the answer. TRL's ``GRPOTrainer`` logs the reward only and has no hook to
+  evaluate generations during training (trl#2959). Before the first step and every ``every`` steps (and
+  after the last) the callback answers a fixed set of held-out problems greedily with the current policy
+  and writes, beside the reward in ``metrics.csv`` (:data:`HELDOUT_COLUMNS`):
+
+  * ``heldout/accuracy`` - the ``<answer>`` block equals the label (what the correctness reward pays);
+  * ``heldout/accuracy_format_free`` - the last number of the completion equals the label, whatever
+    the format (so a format gain and a reasoning gain can be told apart);
+  * ``heldout/seconds`` - what the evaluation cost.
+
+  Transformers backend only: under Unsloth the policy's vLLM engine samples with the LoRA that the
+  trainer syncs into it, not with the model in memory.
+"""
+
+from __future__ import annotations
+
+import csv
+import time
+from pathlib import Path
+from transformers import TrainerCallback
+from transformers.trainer_callback import ProgressCallback
+
+
+class MetricsCSV(TrainerCallback):
+    """TrainerCallback that appends each logged step to a CSV, with the step's wall time.
+
+    Columns are the union of all logged keys (TRL adds ``rewards/<func>/mean`` per reward
+    function; :class:`helpers.training.callbacks.HeldoutAccuracy` adds ``heldout/*`` and a step-0 row to
+    :attr:`rows`); the file is rewritten at each log so it is always complete and readable. A run
+    resumed from a checkpoint at step N keeps the file's rows up to step N and continues after
+    them; a fresh run starts an empty file. Only the main process (rank 0) writes it: TRL and
+    transformers log values already gathered over all processes.
+    """
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.rows: list[dict] = []
+        self._step_start = None
+        self._last_step_s = float("nan")
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.global_step > 0 and self.path.exists():  # resumed: the state is already loaded
+            with open(self.path, newline="") as f:
+                self.rows = [row for row in csv.DictReader(f) if int(row["step"]) <= state.global_step]
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self._step_start = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self._last_step_s = time.perf_counter() - self._step_start
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs or "loss" not in logs or not state.is_world_process_zero:  # end summary, or rank > 0
+            return
+        self.rows.append({"step": state.global_step, **logs, "step_time_s": self._last_step_s})
+        columns = list(dict.fromkeys(key for row in self.rows for key in row))
+        with open(self.path, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=columns)
+            writer.writeheader()
+            writer.writerows(self.rows)
+
+
+class QuietProgressCallback(ProgressCallback):
+    """The trainer's progress bar with the step's reward and KL (GRPO) or loss (SFT) beside it, and
+    the last held-out accuracy, instead of a dump of every logged dict (``metrics.csv`` has them all)."""
+
+    SHOWN = {"reward": "reward", "kl": "kl", "loss": "loss", "heldout/accuracy": "held-out acc"}
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        bar = getattr(self, "training_bar", None)
+        shown = {label: f"{logs[k]:.3g}" for k, label in self.SHOWN.items() if logs and k in logs}
+        if bar is not None and shown:
+            bar.set_postfix(shown, refresh=False)
+
+
+def quiet_progress(trainer) -> None:
+    """Replace a ``transformers.Trainer``'s progress callback by :class:`QuietProgressCallback`."""
+    trainer.remove_callback(ProgressCallback)
+    trainer.add_callback(QuietProgressCallback())
+
+
+HELDOUT_COLUMNS = ("heldout/accuracy", "heldout/accuracy_format_free", "heldout/seconds")
+
+
+def score_heldout(completions: list[str], answers: list[str]) -> dict:
+    """``{"heldout/accuracy", "heldout/accuracy_format_free"}`` of completions against labels, graded
+    as the final evaluation grades them (:func:`helpers.evaluation.scoring.score`: the ``<answer>`` block,
+    and the last number whatever the format).
+
+    Raises:
+        ValueError: the lists differ in length, or are empty.
+    """
+    from helpers.evaluation.scoring import score, summarize
+
+    if len(completions) != len(answers) or not answers:
+        raise ValueError(f"{len(completions)} completions for {len(answers)} answers")
+    summary = summarize(score([""] * len(answers), list(answers), list(completions)))
+    return {HELDOUT_COLUMNS[0]: summary["accuracy"], HELDOUT_COLUMNS[1]: summary["accuracy_format_free"]}
+
+
+class HeldoutAccuracy(TrainerCallback):
+    """Greedy accuracy of the policy on fixed held-out problems, every ``every`` steps.
+
+    Args:
+        problems: rows with ``question`` and ``answer`` (a Dataset, or :class:`helpers.data.problems.Problem`
+            dicts), never trained on.
+        tokenizer: the policy's tokenizer.
+        every: evaluate after steps ``every, 2 * every, ...`` and after the last step; also once
+            before training (step 0).
+        max_new_tokens: the completion limit (the training one, so that the two compare).
+        metrics: the run's :class:`helpers.training.callbacks.MetricsCSV`: the step-0 row goes into it.
+
+    Each evaluation is added to the step's logged values (so TRL's logs, the progress bar and
+    ``metrics.csv`` carry it); :attr:`history` keeps ``[(step, values), ...]``. Register it before
+    the ``MetricsCSV`` callback (:func:`helpers.training.trainer.train` does).
+
+    Raises:
+        ValueError: ``every < 1`` or no problems.
+    """
+
+    def __init__(self, problems, tokenizer, *, every: int = 5, max_new_tokens: int = 128, metrics=None,
+                 batch_size: int = 32):
+        if every < 1:
+            raise ValueError(f"every must be at least 1, got {every}")
+        from helpers.data.gsm8k import make_prompt
+
+        rows = [{"question": r["question"], "answer": str(r["answer"])} for r in problems]
+        if not rows:
+            raise ValueError("no held-out problems")
+        self.prompts = [make_prompt(r["question"]) for r in rows]
+        self.answers = [r["answer"] for r in rows]
+        self.tokenizer, self.every, self.max_new_tokens = tokenizer, every, max_new_tokens
+        self.metrics, self.batch_size = metrics, batch_size
+        self.history: list[tuple[int, dict]] = []
+
+    def evaluate(self, model) -> dict:
+        """Greedy completions of the held-out set by ``model`` (adapter on), scored; restores train mode
+        and torch's global random state (the rollouts draw from it)."""
+        from helpers.training.generation import generate
+        from helpers.training.models import uses_vllm
+
+        if uses_vllm(model):
+            raise ValueError("HeldoutAccuracy generates with the policy in memory; a vLLM engine holds only the "
+                             "base weights between Unsloth's LoRA syncs (use it with transformers profiles)")
+        import torch
+
+        training = model.training
+        started = time.perf_counter()
+        # The rollouts draw from torch's global stream: whatever the generation backend does with it (HF
+        # generate() used to reseed it with 0, so every seed's rollouts then drew the same numbers), keep it.
+        with torch.random.fork_rng(devices=range(torch.cuda.device_count())):  # CPU and every GPU stream
+            texts = generate(model, self.tokenizer, self.prompts, max_new_tokens=self.max_new_tokens,
+                             temperature=0.0, batch_size=self.batch_size)
+        values = {**score_heldout(texts, self.answers), HELDOUT_COLUMNS[2]: time.perf_counter() - started}
+        model.train(training)
+        return values
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        if state.global_step == 0 and state.is_world_process_zero:
+            values = self.evaluate(model)
+            self.history.append((0, values))
+            if self.metrics is not None:
+                self.metrics.rows.append({"step": 0, **values})
+
+    def on_log(self, args, state, control, logs=None, model=None, **kwargs):
+        step = state.global_step
+        due = step % self.every == 0 or step == state.max_steps
+        if logs is None or "loss" not in logs or not due or not state.is_world_process_zero:
+            return
+        if self.history and self.history[-1][0] == step:
+            return
+        values = self.evaluate(model)
+        self.history.append((step, values))
+        logs.update(values)

@@ -1,0 +1,205 @@
+"""Cold start: supervised fine-tuning on worked solutions in the course format, before GRPO.
+
+DeepSeek-R1-Zero (DeepSeek-AI 2025) learned to reason from its base model with RL alone, without
+SFT. DeepSeek-R1 then added a "cold start" (section 2.3.1): SFT on a few thousand long
+chain-of-thought examples before RL, to make the early RL stable and the answers readable. The
+course needs one for another reason. RL can only reinforce what the policy already samples, and
+GRPO learns nothing from a group whose completions all score the same. SmolLM2-135M never writes
+``<reasoning>/<answer>`` on its own (strict format on 0 of the first 64 GSM8K test questions,
+greedy: ``results/cpu-cold160-checked``). A completion without the tags earns 0 from every
+reward unless it ends in a ``\\boxed{}`` answer, which the base model's committed evaluations never
+show (answer rate 0), so such a group gives GRPO no signal. After the CPU profile's cold start (40 GSM8K
+*train* solutions and 120 course-written worked problems) the valid format is there on 16 of 32
+GSM8K test questions and 125 of 128 course-written test problems (``results/cpu-curriculum``), and
+groups can differ.
+
+* :func:`format_solution` rewrites a GSM8K worked solution in the course format (calculator
+  annotations ``<<48/2=24>>`` removed, the ``####`` label as the answer).
+* :func:`build_sft_dataset` makes TRL conversational prompt-completion rows: the training prompt
+  (:func:`helpers.data.gsm8k.make_prompt`) and the formatted solution as the assistant turn.
+* :func:`train_cold_start` trains a LoRA with TRL's ``SFTTrainer`` (loss on the assistant turn
+  only), merges it into the base weights and saves a plain checkpoint: the GRPO policy starts
+  from it and, where beta > 0, the same weights serve as the GRPO reference model.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from helpers.data.gsm8k import SYSTEM_PROMPT, extract_hash_answer, make_prompt, read_rows
+from helpers.training.profiles import Profile
+
+
+COLD_START_DIR = "cold_start"
+
+
+COLD_START_METRICS_FILE = "cold_start_metrics.csv"
+
+
+_CALCULATOR_RE = re.compile(r"<<[^<>]*>>")
+
+
+def format_solution(solution: str) -> str:
+    """A GSM8K worked solution in the course's XML format.
+
+    ``"Natalia sold 48/2 = <<48/2=24>>24 clips in May.\\n...\\n#### 72"`` ->
+    ``"<reasoning>\\nNatalia sold 48/2 = 24 clips in May.\\n...\\n</reasoning>\\n<answer>\\n72\\n</answer>"``.
+
+    Raises:
+        ValueError: no ``####`` label, or no reasoning before it.
+    """
+    answer = extract_hash_answer(solution)
+    steps = _CALCULATOR_RE.sub("", solution.split("####")[0]).strip()
+    if not steps:
+        raise ValueError(f"solution has no worked steps before '####': {solution[:80]!r}")
+    return f"<reasoning>\n{steps}\n</reasoning>\n<answer>\n{answer}\n</answer>"
+
+
+PROBLEMS_SEED = 1000  # the cold start's course-written problems: a draw of their own (GRPO's use profile.seed)
+
+
+def build_sft_dataset(n: int, data_dir=None, system_prompt: str = SYSTEM_PROMPT, problems: int = 0,
+                      two_op_share: float = 0.5):
+    """The first ``n`` GSM8K *train* rows, and ``problems`` course-written worked problems, as a
+    ``datasets.Dataset`` for ``SFTTrainer``.
+
+    Columns: ``prompt`` (system + user messages, exactly the GRPO prompt), ``completion`` (one
+    assistant message, :func:`format_solution`), ``question``, ``answer`` (the label).
+    The GSM8K source is :func:`helpers.data.gsm8k.read_rows` (``GSM8K_DIR``, the hub or the sample). The
+    problems (:func:`helpers.data.problems.make_problems`, *train* split, ``floor(problems x two_op_share)``
+    with two operations and the rest with one, their own seed :data:`PROBLEMS_SEED`) are shuffled in
+    among the GSM8K rows (a fixed order).
+
+    Raises:
+        ValueError: ``n < 1`` or more rows than the split has; ``problems < 0``; ``two_op_share``
+            outside [0, 1].
+    """
+    rows, source = read_rows("train", data_dir)
+    if not 1 <= n <= len(rows):
+        raise ValueError(f"n must be between 1 and {len(rows)} (the train split), got {n}")
+    if problems < 0:
+        raise ValueError(f"problems must be >= 0, got {problems}")
+    if not 0.0 <= two_op_share <= 1.0:
+        raise ValueError(f"two_op_share must be in [0, 1], got {two_op_share}")
+    import random
+
+    from datasets import Dataset, DatasetInfo
+
+    from helpers.data.problems import make_problems
+
+    pairs = [(r["question"], r["answer"]) for r in rows[:n]]
+    description = f"{source}, first {n} rows"
+    if problems:
+        two = int(problems * two_op_share + 1e-9)  # 120 x 2/3 may fall just under 80
+        written = [p for ops, k in ((1, problems - two), (2, two)) if k
+                   for p in make_problems(k, ops=ops, split="train", seed=PROBLEMS_SEED)]
+        pairs += [(p.question, p.solution) for p in written]
+        random.Random(0).shuffle(pairs)
+        description += (f", and {problems} course-written worked problems ({problems - two} with 1 operation, "
+                        f"{two} with 2; not GSM8K)")
+    return Dataset.from_dict({
+        "prompt": [make_prompt(q, system_prompt) for q, _ in pairs],
+        "completion": [[{"role": "assistant", "content": format_solution(a)}] for _, a in pairs],
+        "question": [q for q, _ in pairs],
+        "answer": [extract_hash_answer(a) for _, a in pairs],
+    }, info=DatasetInfo(description=description))
+
+
+def build_sft_config(profile: Profile, output_dir, **overrides):
+    """``trl.SFTConfig`` for the cold start of a profile (``cold_start_*`` settings).
+
+    Loss on the completion (the assistant turn) only: TRL's default for prompt-completion data,
+    set explicitly here. Precision follows the profile through
+    :func:`helpers.training.hardware.mixed_precision_flags`, as the model's dtype does (TRL's SFT would
+    default to bf16).
+    """
+    import torch
+    from trl import SFTConfig
+
+    from helpers.training.hardware import mixed_precision_flags
+
+    settings = dict(
+        output_dir=str(output_dir),
+        learning_rate=profile.cold_start_learning_rate,
+        num_train_epochs=profile.cold_start_epochs,
+        per_device_train_batch_size=profile.cold_start_batch_size,
+        gradient_accumulation_steps=1,
+        lr_scheduler_type="linear",
+        warmup_ratio=0.0,
+        max_length=profile.max_prompt_length + profile.max_completion_length,
+        completion_only_loss=True,
+        gradient_checkpointing=profile.gradient_checkpointing is True,
+        **mixed_precision_flags(profile),
+        use_cpu=not torch.cuda.is_available(),
+        logging_steps=1,
+        log_level_replica="error",  # several processes: the others log errors only
+        ddp_find_unused_parameters=False,  # every LoRA weight gets a gradient each step
+        save_strategy="no",
+        report_to="none",
+        seed=profile.seed,
+    )
+    settings.update(overrides)
+    return SFTConfig(**settings)
+
+
+@dataclass
+class ColdStart:
+    """Where the merged cold-start checkpoint went, its training metrics and wall time (s)."""
+
+    model_dir: Path
+    metrics_csv: Path
+    seconds: float
+    examples: int
+
+
+def train_cold_start(profile: Profile, output_dir, *, n: int | None = None, model_path=None,
+                     dataset=None, **config_overrides) -> ColdStart:
+    """SFT a LoRA on formatted GSM8K train solutions, merge it, save ``<output_dir>/cold_start``.
+
+    Args:
+        profile: model, LoRA shape and ``cold_start_*`` settings.
+        output_dir: the run's folder; the merged model goes to ``cold_start/`` inside it and the
+            per-step loss to ``cold_start_metrics.csv``.
+        n: number of train solutions; default ``profile.cold_start_examples``.
+        model_path: local base checkpoint instead of the profile's model.
+        dataset: prompt-completion rows instead of :func:`build_sft_dataset` ``(n)``.
+        config_overrides: any ``SFTConfig`` field.
+
+    Returns:
+        :class:`ColdStart`; ``model_dir`` loads with ``load_model(profile, model_dir)``. Under
+        ``accelerate launch`` every process trains (data-parallel), the main one writes the merged
+        model and the metrics, and all return once it is on disk.
+
+    Raises:
+        ValueError: ``n < 1`` (a profile without a cold start has ``cold_start_examples = 0``).
+    """
+    from trl import SFTTrainer
+
+    from helpers.evaluation.adapters import save_merged
+    from helpers.training.models import load_model
+    from helpers.training.callbacks import MetricsCSV, quiet_progress
+
+    n = profile.cold_start_examples if n is None else n
+    if n < 1:
+        raise ValueError(f"cold start needs at least 1 example, got {n}")
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    dataset = dataset if dataset is not None else build_sft_dataset(
+        n, problems=profile.cold_start_problems, two_op_share=profile.cold_start_two_op_share)
+    model, tokenizer = load_model(profile, model_path)
+    metrics = MetricsCSV(output_dir / COLD_START_METRICS_FILE)
+    trainer = SFTTrainer(model=model, processing_class=tokenizer, train_dataset=dataset,
+                         args=build_sft_config(profile, output_dir, **config_overrides),
+                         callbacks=[metrics])
+    quiet_progress(trainer)
+    started = time.perf_counter()
+    trainer.train()
+    seconds = time.perf_counter() - started
+    tokenizer.padding_side = "left"  # SFTTrainer may have changed it; generation pads left
+    model_dir = output_dir / COLD_START_DIR
+    if trainer.is_world_process_zero():
+        save_merged(model, tokenizer, model_dir)
+    trainer.accelerator.wait_for_everyone()  # every process loads it next, for GRPO
+    return ColdStart(model_dir, metrics.path, seconds, len(dataset))
