@@ -1,7 +1,7 @@
 # Two commands on a fresh machine (Python >= 3.10, no GPU needed):
 #   make train   venv + CPU stack, then the main job: cold start -> GRPO -> evaluation
 #                (CPU profile without a GPU; about 18 min on 2 cores, 13 GiB). QUICK=1: smoke size.
-#   make test    venv + CPU stack, then unit tests and every notebook executed with nbmake
+#   make test    venv + CPU stack, then ruff (lint), unit tests and every notebook executed with nbmake
 #                (notebooks at smoke size: GRPO_QUICK=1)
 PYTHON ?= python3
 VENV   ?= .venv
@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed
 GSM8K_DIR ?= $(wildcard $(abspath ../shared/data/gsm8k))
 export GSM8K_DIR
 
-.PHONY: venv train test unit notebooks sync-notebooks clean
+.PHONY: venv train test lint format unit notebooks sync-notebooks clean
 
 venv: $(STAMP)
 
@@ -26,7 +26,16 @@ $(STAMP): requirements/common.txt requirements/cpu.txt requirements/nodeps.txt r
 train: venv
 	$(BIN)/python -m helpers train $(if $(PROFILE),--profile $(PROFILE)) $(if $(MAX_STEPS),--max-steps $(MAX_STEPS)) $(if $(QUICK),--quick)
 
-test: unit notebooks
+test: lint unit notebooks
+
+lint: venv  # ruff's linter and formatter, as configured in pyproject.toml; notebooks without outputs
+	$(BIN)/python -m ruff check .
+	$(BIN)/python -m ruff format --check .
+	$(BIN)/python tools/notebooks_have_no_outputs.py
+
+format: venv  # rewrite in place what `make lint` checks
+	$(BIN)/python -m ruff check --fix .
+	$(BIN)/python -m ruff format .
 
 unit: venv
 	$(BIN)/python -m pytest tests

@@ -16,11 +16,13 @@ import os
 import time
 from pathlib import Path
 
-from helpers import grading, symbolic
-from helpers.data.gsm8k import extract_hash_answer
-from helpers.grading import extract_answer, is_equivalent
+from grader_vs_suites import load_cases
+from grader_vs_suites import ours as suite_ours
+from grader_vs_suites import plain_math_verify as suite_math_verify
 
-from grader_vs_suites import load_cases, ours as suite_ours, plain_math_verify as suite_math_verify
+from helpers import symbolic
+from helpers.course_format import extract_hash_answer
+from helpers.grading import extract_answer, is_equivalent
 
 DEFAULT_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "gsm8k"
 
@@ -30,8 +32,10 @@ def completions_and_golds() -> tuple[list[str], list[str]]:
     path = Path(os.environ.get("GSM8K_DIR", DEFAULT_DIR)) / "test.jsonl"
     rows = [json.loads(line) for line in path.open()]
     golds = [extract_hash_answer(r["answer"]) for r in rows]
-    texts = [f"<reasoning>\n{r['answer'].split('####')[0].strip()}\n</reasoning>\n"
-             f"<answer>\n{g}\n</answer>\n" for r, g in zip(rows, golds)]
+    texts = [
+        f"<reasoning>\n{r['answer'].split('####')[0].strip()}\n</reasoning>\n<answer>\n{g}\n</answer>\n"
+        for r, g in zip(rows, golds)
+    ]
     return texts, golds
 
 
@@ -70,7 +74,7 @@ def main() -> None:
     cases = external_cases()
     print(f"\n{len(cases)} in-scope cases from other projects' test suites")
     for name, grade in [("ours (helpers.grading)", suite_ours), ("plain Math-Verify", suite_math_verify)]:
-        row(name, lambda cs, _: [grade(c) for c in cs], cases, None, [c["expected"] for c in cases])
+        row(name, lambda cs, _, grade=grade: [grade(c) for c in cs], cases, None, [c["expected"] for c in cases])
 
 
 if __name__ == "__main__":

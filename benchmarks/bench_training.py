@@ -35,12 +35,12 @@ os.environ.setdefault("GSM8K_DIR", str(DEFAULT_DIR))
 import torch  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 
+from helpers.data.problems import make_problems, problems_dataset  # noqa: E402
+from helpers.rewards import REWARD_FUNCS  # noqa: E402
 from helpers.training import fast_rollouts  # noqa: E402
 from helpers.training.cold_start import build_sft_config, build_sft_dataset, train_cold_start  # noqa: E402
 from helpers.training.models import load_model  # noqa: E402
-from helpers.data.problems import make_problems, problems_dataset  # noqa: E402
 from helpers.training.profiles import PROFILES  # noqa: E402
-from helpers.rewards import REWARD_FUNCS  # noqa: E402
 from helpers.training.trainer import build_grpo_config, train  # noqa: E402
 
 PARTS = ("generation", "log-probs, no grad", "backward")
@@ -69,8 +69,13 @@ def part_timers(parts: dict):
     import accelerate
     import trl.trainer.grpo_trainer as grpo
 
-    originals = (grpo.GRPOTrainer._get_per_token_logps_and_entropies, fast_rollouts.shared_prompt_logps,
-                 fast_rollouts.sample, accelerate.Accelerator.backward, grpo.GRPOTrainer.training_step)
+    originals = (
+        grpo.GRPOTrainer._get_per_token_logps_and_entropies,
+        fast_rollouts.shared_prompt_logps,
+        fast_rollouts.sample,
+        accelerate.Accelerator.backward,
+        grpo.GRPOTrainer.training_step,
+    )
     current = {}
 
     def timed(fn, key, when=lambda: True):
@@ -80,6 +85,7 @@ def part_timers(parts: dict):
             if when():
                 current[key] = current.get(key, 0.0) + time.perf_counter() - start
             return out
+
         return wrapper
 
     no_grad = lambda: not torch.is_grad_enabled()  # noqa: E731
@@ -99,8 +105,13 @@ def part_timers(parts: dict):
     try:
         yield
     finally:
-        (grpo.GRPOTrainer._get_per_token_logps_and_entropies, fast_rollouts.shared_prompt_logps, fast_rollouts.sample,
-         accelerate.Accelerator.backward, grpo.GRPOTrainer.training_step) = originals
+        (
+            grpo.GRPOTrainer._get_per_token_logps_and_entropies,
+            fast_rollouts.shared_prompt_logps,
+            fast_rollouts.sample,
+            accelerate.Accelerator.backward,
+            grpo.GRPOTrainer.training_step,
+        ) = originals
 
 
 def plain_grpo(profile, dataset, out, model_path, times, parts) -> None:
@@ -117,8 +128,14 @@ def plain_grpo(profile, dataset, out, model_path, times, parts) -> None:
         return out
 
     model.generate = timed_generate
-    trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=REWARD_FUNCS,
-                          args=build_grpo_config(profile, out), train_dataset=dataset, callbacks=[times])
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        reward_funcs=REWARD_FUNCS,
+        args=build_grpo_config(profile, out),
+        train_dataset=dataset,
+        callbacks=[times],
+    )
     with part_timers(parts):
         trainer.train()
     parts[PARTS[0]] = parts.pop("_hf_generate")
@@ -141,14 +158,26 @@ def scratch_grpo(profile, dataset, out, model_path, times, parts, share_prompt: 
     from helpers.training import loop_runs
 
     config = loop.LoopConfig(
-        variant="bench", scale_std=profile.scale_rewards == "group", num_iterations=profile.num_iterations,
-        epsilon=profile.epsilon, beta=profile.beta, loss_type=profile.loss_type,
+        variant="bench",
+        scale_std=profile.scale_rewards == "group",
+        num_iterations=profile.num_iterations,
+        epsilon=profile.epsilon,
+        beta=profile.beta,
+        loss_type=profile.loss_type,
         prompts_per_step=profile.per_device_train_batch_size // profile.num_generations,
-        num_generations=profile.num_generations, max_new_tokens=profile.max_completion_length,
-        temperature=profile.temperature, top_p=profile.top_p, learning_rate=profile.learning_rate,
-        weight_decay=profile.weight_decay, adam_betas=(profile.adam_beta1, profile.adam_beta2),
-        max_grad_norm=profile.max_grad_norm, steps=profile.max_steps, seed=profile.seed, heldout_problems=0,
-        log_kl=profile.beta > 0)  # a reference pass only where TRL makes one
+        num_generations=profile.num_generations,
+        max_new_tokens=profile.max_completion_length,
+        temperature=profile.temperature,
+        top_p=profile.top_p,
+        learning_rate=profile.learning_rate,
+        weight_decay=profile.weight_decay,
+        adam_betas=(profile.adam_beta1, profile.adam_beta2),
+        max_grad_norm=profile.max_grad_norm,
+        steps=profile.max_steps,
+        seed=profile.seed,
+        heldout_problems=0,
+        log_kl=profile.beta > 0,
+    )  # a reference pass only where TRL makes one
     torch.manual_seed(profile.seed)
     model, tokenizer = load_model(profile, model_path)
     backward, spent = torch.Tensor.backward, []
@@ -161,15 +190,19 @@ def scratch_grpo(profile, dataset, out, model_path, times, parts, share_prompt: 
 
     torch.Tensor.backward = timed_backward
     try:
-        run = loop_runs.run_loop(model, tokenizer, config, prompts=list(dataset), heldout=[], output_dir=out,
-                                 share_prompt=share_prompt)
+        run = loop_runs.run_loop(
+            model, tokenizer, config, prompts=list(dataset), heldout=[], output_dir=out, share_prompt=share_prompt
+        )
     finally:
         torch.Tensor.backward = backward
     for row, seconds in zip(run.rows, spent):  # one backward per step
         times.seconds.append(row["step_time_s"])
         times.lengths.append((row["completions/mean_length"], row["completions/max_length"]))
-        for key, value in ((PARTS[0], row["seconds/generation"]), (PARTS[1], row["seconds/logps_no_grad"]),
-                           (PARTS[2], seconds)):
+        for key, value in (
+            (PARTS[0], row["seconds/generation"]),
+            (PARTS[1], row["seconds/logps_no_grad"]),
+            (PARTS[2], seconds),
+        ):
             parts.setdefault(key, []).append(value)
 
 
@@ -177,8 +210,9 @@ def plain_sft(profile, dataset, out) -> None:
     from trl import SFTTrainer
 
     model, tokenizer = load_model(profile)
-    SFTTrainer(model=model, processing_class=tokenizer, train_dataset=dataset,
-               args=build_sft_config(profile, out)).train()
+    SFTTrainer(
+        model=model, processing_class=tokenizer, train_dataset=dataset, args=build_sft_config(profile, out)
+    ).train()
 
 
 def ours_sft(profile, dataset, out) -> None:
@@ -186,8 +220,12 @@ def ours_sft(profile, dataset, out) -> None:
     train_cold_start(profile, out, dataset=dataset)
 
 
-SIDES = {"plain": ("plain TRL", plain_grpo), "ours": ("ours", ours_grpo), "scratch": ("scratch", scratch_grpo),
-         "scratch-shared": ("scratch, shared", lambda *a: scratch_grpo(*a, share_prompt=True))}
+SIDES = {
+    "plain": ("plain TRL", plain_grpo),
+    "ours": ("ours", ours_grpo),
+    "scratch": ("scratch", scratch_grpo),
+    "scratch-shared": ("scratch, shared", lambda *a: scratch_grpo(*a, share_prompt=True)),
+}
 
 
 def main() -> None:
@@ -202,8 +240,12 @@ def main() -> None:
     if not sides or any(side not in SIDES for side in sides):
         parser.error(f"--sides takes a comma-separated subset of {','.join(SIDES)}, got {args.sides!r}")
     cpu = PROFILES["cpu"]
-    profile = cpu.replace(max_steps=args.steps, per_device_train_batch_size=args.prompts * cpu.num_generations,
-                          curriculum=(), heldout_problems=0)
+    profile = cpu.replace(
+        max_steps=args.steps,
+        per_device_train_batch_size=args.prompts * cpu.num_generations,
+        curriculum=(),
+        heldout_problems=0,
+    )
     prompts = problems_dataset(make_problems(args.steps * args.prompts, ops=1, seed=11))
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -220,19 +262,25 @@ def main() -> None:
                 start = time.perf_counter()
                 run(cpu, rows, Path(tmp) / f"sft-{name.replace(' ', '-')}")
                 sft[name] = time.perf_counter() - start
-    print(f"\nGRPO: {args.steps} steps of {args.prompts} prompts x {profile.num_generations} completions x "
-          f"{profile.max_completion_length} tokens, from {args.model or profile.model_id}; "
-          "median of steps 2..N, seconds")
-    print(f"  {'':15s} {'step':>6s} " + " ".join(f"{p:>19s}" for p in (*PARTS, "loss forward, rest"))
-          + "   mean / max completion length")
+    print(
+        f"\nGRPO: {args.steps} steps of {args.prompts} prompts x {profile.num_generations} completions x "
+        f"{profile.max_completion_length} tokens, from {args.model or profile.model_id}; "
+        "median of steps 2..N, seconds"
+    )
+    print(
+        f"  {'':15s} {'step':>6s} "
+        + " ".join(f"{p:>19s}" for p in (*PARTS, "loss forward, rest"))
+        + "   mean / max completion length"
+    )
     medians = {}
     for name, (times, parts) in results.items():
         step = statistics.median(times.seconds[1:])
         split = [statistics.median(parts[p][1:]) for p in PARTS]
         medians[name] = step
         lengths = ", ".join(f"{m:.0f}/{x:.0f}" for m, x in times.lengths)
-        print(f"  {name:15s} {step:6.1f} " + " ".join(f"{v:19.1f}" for v in (*split, step - sum(split)))
-              + f"   {lengths}")
+        print(
+            f"  {name:15s} {step:6.1f} " + " ".join(f"{v:19.1f}" for v in (*split, step - sum(split))) + f"   {lengths}"
+        )
     for name in medians:
         if name != "plain TRL" and "plain TRL" in medians:
             print(f"  step time, plain TRL / {name} = {medians['plain TRL'] / medians[name]:.2f}")

@@ -68,8 +68,10 @@ def main(show_all: bool = False) -> None:
         print(f"{'all':26s} {scope:7s} {total[0]:5d} {total[1]:10d} {total[2]:18d}")
     print("\nwhere ours differs from the suite (id, expected, ours, Math-Verify, gold, pred):")
     for case, mine, theirs in differ:
-        print(f"  {case['id']:4d} {case['expected']!s:5s} {mine!s:5s} {theirs!s:5s} "
-              f"{case['gold'][:40]!r} {case['pred'][:60]!r}")
+        print(
+            f"  {case['id']:4d} {case['expected']!s:5s} {mine!s:5s} {theirs!s:5s} "
+            f"{case['gold'][:40]!r} {case['pred'][:60]!r}"
+        )
 
 
 if __name__ == "__main__":

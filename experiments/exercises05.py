@@ -7,6 +7,7 @@ metrics at each of the 6 steps, and the seconds a step) into results/exercises05
 
     GSM8K_DIR=... python experiments/exercises05.py [--cold DIR]
 """
+
 import argparse
 import json
 import shutil
@@ -17,26 +18,38 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 HERE = ROOT / "results" / "exercises05"
 sys.path.insert(0, str(ROOT))
+from helpers.data.problem_sets import grpo_prompts  # noqa: E402
+from helpers.original_rewards import ORIGINAL_REWARD_FUNCS  # noqa: E402
+from helpers.rewards import REWARD_FUNCS  # noqa: E402
 from helpers.training import profiles  # noqa: E402
 from helpers.training.cold_start import train_cold_start  # noqa: E402
 from helpers.training.models import load_model  # noqa: E402
-from helpers.data.problem_sets import grpo_prompts  # noqa: E402
-from helpers.rewards import REWARD_FUNCS, ORIGINAL_REWARD_FUNCS  # noqa: E402
 from helpers.training.trainer import train  # noqa: E402
 
 ARMS = {  # name: (what changes, train() overrides, reward functions)
     "baseline": ("nothing", {}, REWARD_FUNCS),
     "beta0": ("Exercise 1: beta = 0", {"beta": 0.0}, REWARD_FUNCS),
-    "dr_grpo": ("Exercise 2: Dr. GRPO (loss_type dr_grpo, no std scaling)",
-                {"loss_type": "dr_grpo", "scale_rewards": "none"}, REWARD_FUNCS),
+    "dr_grpo": (
+        "Exercise 2: Dr. GRPO (loss_type dr_grpo, no std scaling)",
+        {"loss_type": "dr_grpo", "scale_rewards": "none"},
+        REWARD_FUNCS,
+    ),
     "two_iterations": ("Exercise 4: num_iterations = 2", {"num_iterations": 2}, REWARD_FUNCS),
     "original_rewards": ("Exercise 5: the original reward functions", {}, ORIGINAL_REWARD_FUNCS),
-    "mask_truncated": ("Exercise 6: mask_truncated_completions", {"mask_truncated_completions": True},
-                       REWARD_FUNCS),
+    "mask_truncated": ("Exercise 6: mask_truncated_completions", {"mask_truncated_completions": True}, REWARD_FUNCS),
 }
-COLUMNS = ["reward", "kl", "completions/mean_length", "completions/clipped_ratio", "clip_ratio/region_mean",
-           "frac_reward_zero_std", "grad_norm", "rewards/strict_format_reward_func/mean",
-           "rewards/soft_format_reward_func/mean", "step_time_s"]
+COLUMNS = [
+    "reward",
+    "kl",
+    "completions/mean_length",
+    "completions/clipped_ratio",
+    "clip_ratio/region_mean",
+    "frac_reward_zero_std",
+    "grad_norm",
+    "rewards/strict_format_reward_func/mean",
+    "rewards/soft_format_reward_func/mean",
+    "step_time_s",
+]
 
 
 def main() -> None:
@@ -51,18 +64,34 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="ex05-"))
     cold = Path(args.cold) if args.cold else train_cold_start(profile, work).model_dir
     prompts = grpo_prompts(profile)
-    summary = {"recipe": "format_recipe(CPU)", "steps": args.steps, "cold_start": str(cold),
-               "note": args.note, "arms": {}}
+    summary = {
+        "recipe": "format_recipe(CPU)",
+        "steps": args.steps,
+        "cold_start": str(cold),
+        "note": args.note,
+        "arms": {},
+    }
     for name, (what, overrides, funcs) in ARMS.items():
         model, tokenizer = load_model(profile, cold)
-        run = train(profile, model=model, tokenizer=tokenizer, dataset=prompts, output_dir=work / name,
-                    reward_funcs=funcs, max_steps=args.steps, resume=False, **overrides)
+        run = train(
+            profile,
+            model=model,
+            tokenizer=tokenizer,
+            dataset=prompts,
+            output_dir=work / name,
+            reward_funcs=funcs,
+            max_steps=args.steps,
+            resume=False,
+            **overrides,
+        )
         (HERE / name).mkdir(exist_ok=True)
         shutil.copy(run.metrics_csv, HERE / name / "metrics.csv")
         metrics = pd.read_csv(run.metrics_csv)
         metrics = metrics[metrics["step"] > 0]
         summary["arms"][name] = {
-            "what": what, "overrides": overrides, "seconds_per_step": run.seconds_per_step,
+            "what": what,
+            "overrides": overrides,
+            "seconds_per_step": run.seconds_per_step,
             "per_step": {c: [round(float(v), 5) for v in metrics[c]] for c in COLUMNS if c in metrics},
         }
         (HERE / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")

@@ -19,5 +19,10 @@ OUT = ROOT / "results" / "scratch-variants"
 COLD_START = ROOT / "outputs" / "grpo-cpu" / "cold_start"  # `make train`'s merged cold start
 
 for variant in sys.argv[1:]:
-    run_variant(variant, cold_start=COLD_START, output_dir=OUT / variant, share_prompt=True,
-                command=f"python experiments/scratch_variants.py {variant}  # cold start {COLD_START.relative_to(ROOT)}")
+    run_variant(
+        variant,
+        cold_start=COLD_START,
+        output_dir=OUT / variant,
+        share_prompt=True,
+        command=f"python experiments/scratch_variants.py {variant}  # cold start {COLD_START.relative_to(ROOT)}",
+    )

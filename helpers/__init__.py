@@ -1,16 +1,21 @@
 """Helpers behind the GRPO course notebooks.
 
-One module per concept: ``profiles`` (run settings), ``hardware`` (GPU, profile pick, precision),
-``persist`` (Google Drive, Hub, finding an adapter), ``data`` (GSM8K), ``problems`` (course-written
-word problems with a difficulty knob), ``curriculum`` (which problems each stretch of GRPO trains on),
-``grading`` and ``rewards`` (reward functions), ``grpo`` (the loss by hand), ``models`` (loading and
-generation), ``rollouts`` (cheaper rollouts and log-probs from the same policy), ``cold_start`` (SFT
-before GRPO), ``training`` (TRL GRPOTrainer), ``heldout`` (held-out accuracy during training),
-``pipeline`` (the main job: cold start -> GRPO -> evaluation), ``distributed`` (several processes under
-``accelerate launch``), ``prompting`` (CoT strategies), ``evaluation`` (accuracy with intervals),
-``statistics`` (McNemar's paired test), ``pass_at_k`` (pass@k with intervals), ``comparison``
-(before/after GRPO), ``plots``, ``colab`` and ``install`` (the notebooks' install cell).
-Importing this package does not import torch, so the notebooks' install cell can use it.
+Read these five first; they import none of the rest:
+
+* ``grpo`` - the GRPO objective by hand: log-probs, advantages, KL estimators, the clipped loss;
+* ``loop`` - GRPO from scratch: sample, score, advantages, old and reference log-probs, the step, the loop;
+* ``rewards`` - the reward functions TRL calls;
+* ``grading`` - extract, normalize, compare a final answer (with ``normalize``, ``numbers``, ``symbolic``);
+* ``example`` - the running example carried through the notebooks.
+
+Beside them: ``course_format`` (the prompt and answer format the rewards pay for) and
+``original_rewards`` (the reward functions the course started from, for notebook 03's comparison).
+
+The rest is machinery, one sub-package per role: ``data`` (GSM8K, course-written problems, problem
+sets, prompts), ``training`` (profiles, models, TRL trainer, the main job), ``evaluation`` (scoring,
+statistics, reports, figures), ``colab`` (install cell, Drive, Hub). ``diagrams`` draws notebook 02's
+figures; ``cli`` is ``python -m helpers``. Importing this package does not import torch, so the
+notebooks' install cell can use it.
 """
 
 __version__ = "0.1.0"

@@ -46,8 +46,13 @@ def _train(args) -> int:
         profile = profile.replace(vllm_server_url=args.vllm_server)
     if args.seed is not None:
         profile = profile.replace(seed=args.seed)
-    run = run_pipeline(profile, args.output_dir, reward_set=args.rewards, cold_start_dir=args.cold_start,
-                       command=" ".join(["python -m helpers", *args.argv]))
+    run = run_pipeline(
+        profile,
+        args.output_dir,
+        reward_set=args.rewards,
+        cold_start_dir=args.cold_start,
+        command=" ".join(["python -m helpers", *args.argv]),
+    )
     if run is None:  # another process of a multi-process launch: the main one reports
         return 0
     print(f"\nProfile: {profile.name} ({profile.description})")
@@ -60,13 +65,23 @@ def _train(args) -> int:
     else:
         print(f"Evaluation skipped: {run.summary['evaluation']['skipped']}")
     t, d = run.summary["timings_s"], run.summary["distributed"]
-    print(f"\nGRPO: {run.training.trainer.state.global_step} steps, {t['grpo_per_step_s']:.1f} s per step; "
-          f"whole run (every stage) {t['total_s'] / 60:.1f} min")
-    print("GRPO ran on " + describe_batch(d["processes"], d["per_device_train_batch_size"],
-                                         d["gradient_accumulation_steps"], d["num_generations"]))
-    for label, path in (("Summary", run.summary_json), ("Eval records", run.records_jsonl),
-                        ("Metrics CSV", run.training.metrics_csv), ("Training curves", run.training.curves_png),
-                        ("LoRA adapter", run.training.adapter_dir)):
+    print(
+        f"\nGRPO: {run.training.trainer.state.global_step} steps, {t['grpo_per_step_s']:.1f} s per step; "
+        f"whole run (every stage) {t['total_s'] / 60:.1f} min"
+    )
+    print(
+        "GRPO ran on "
+        + describe_batch(
+            d["processes"], d["per_device_train_batch_size"], d["gradient_accumulation_steps"], d["num_generations"]
+        )
+    )
+    for label, path in (
+        ("Summary", run.summary_json),
+        ("Eval records", run.records_jsonl),
+        ("Metrics CSV", run.training.metrics_csv),
+        ("Training curves", run.training.curves_png),
+        ("LoRA adapter", run.training.adapter_dir),
+    ):
         print(f"{label + ':':17s}{path}")
     return 0
 
@@ -78,9 +93,9 @@ def _evaluate(args) -> int:
 
     profile = get_profile(args.profile)
     import_backend(profile)
+    from helpers.data.gsm8k import load_gsm8k
     from helpers.evaluation.adapters import adapter_base, check_adapter_dir, load_with_adapter
     from helpers.evaluation.before_after import compare, decoding, evaluate_before_after, run_name, save_results
-    from helpers.data.gsm8k import load_gsm8k
 
     adapter = check_adapter_dir(args.adapter)
     test = load_gsm8k("test")
@@ -90,14 +105,24 @@ def _evaluate(args) -> int:
     model, tokenizer = load_with_adapter(profile, adapter, base_path)
     from helpers.evaluation.scoring import default_batch_size
 
-    settings = {**decoding(profile, greedy=args.greedy), "seed": args.seed,
-                "batch_size": args.batch_size or default_batch_size(model)}
+    settings = {
+        **decoding(profile, greedy=args.greedy),
+        "seed": args.seed,
+        "batch_size": args.batch_size or default_batch_size(model),
+    }
     base, lora = evaluate_before_after(model, tokenizer, test, adapter, n=n, **settings)
     comparison = compare(base, lora)
     out_dir = Path(args.results_dir) / (args.run_label or run_name(adapter, args.greedy))
-    summary, records = save_results(comparison, out_dir, profile=profile.name, model_id=profile.model_id,
-                                    model_path=base_path, adapter=str(adapter),
-                                    dataset=test.info.description, decoding=settings)
+    summary, records = save_results(
+        comparison,
+        out_dir,
+        profile=profile.name,
+        model_id=profile.model_id,
+        model_path=base_path,
+        adapter=str(adapter),
+        dataset=test.info.description,
+        decoding=settings,
+    )
     print(f"\nProfile {profile.name}: {profile.description}")
     print(f"{comparison.mcnemar.n} questions of {test.info.description}; decoding {settings}")
     print(comparison.table().to_string())
@@ -113,8 +138,11 @@ def _pass_at_k(args) -> int:
 
     result = evaluate_run(args.run_dir, profile, n=args.n, problems=args.problems)
     for stage, levels in result["stages"].items():
-        cells = ", ".join(f"pass@{k} {100 * levels['all'][f'pass@{k}']['value']:.1f} %"
-                          for k in (1, 2, 4, 8) if f"pass@{k}" in levels["all"])
+        cells = ", ".join(
+            f"pass@{k} {100 * levels['all'][f'pass@{k}']['value']:.1f} %"
+            for k in (1, 2, 4, 8)
+            if f"pass@{k}" in levels["all"]
+        )
         print(f"{stage:11s} {cells}")
     print(f"Written: {Path(args.run_dir) / PASS_AT_K_FILE}")
     return 0
@@ -122,12 +150,18 @@ def _pass_at_k(args) -> int:
 
 def _scratch(args) -> int:
     _check_data_dir()
-    from helpers.training.profiles import quick_requested
     from helpers.training.loop_runs import run_variant
+    from helpers.training.profiles import quick_requested
 
-    run = run_variant(args.variant, steps=args.steps, cold_start=args.cold_start, output_dir=args.output_dir,
-                    quick_run=args.quick or quick_requested(), seed=args.seed,
-                    command=" ".join(["python -m helpers", *args.argv]))
+    run = run_variant(
+        args.variant,
+        steps=args.steps,
+        cold_start=args.cold_start,
+        output_dir=args.output_dir,
+        quick_run=args.quick or quick_requested(),
+        seed=args.seed,
+        command=" ".join(["python -m helpers", *args.argv]),
+    )
     print(f"{len(run.rows)} rows in {run.metrics_csv}; summary {run.summary_json}; {run.seconds / 60:.1f} min")
     return 0
 
@@ -171,60 +205,89 @@ def existing_dir(text: str) -> Path:
 def build_parser() -> argparse.ArgumentParser:
     from helpers.training.profiles import PROFILES  # no torch, no transformers: the backend is imported later
 
-    parser = argparse.ArgumentParser(prog="python -m helpers", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     train = commands.add_parser("train", help="cold start -> GRPO (LoRA) on GSM8K -> evaluation")
     train.add_argument("--profile", choices=sorted(PROFILES), help="default: picked from the hardware")
-    train.add_argument("--quick", action="store_true",
-                       help="smoke-size run of every stage (also: GRPO_QUICK=1)")
+    train.add_argument("--quick", action="store_true", help="smoke-size run of every stage (also: GRPO_QUICK=1)")
     train.add_argument("--max-steps", type=positive_int, help="GRPO steps; default: the profile's")
-    train.add_argument("--rewards", choices=["checked", "layout", "placebo"], default="checked",
-                       help="checked (default), the hackable layout-only format rewards, or placebo (a coin "
-                            "flip per completion, the control arm)")
+    train.add_argument(
+        "--rewards",
+        choices=["checked", "layout", "placebo"],
+        default="checked",
+        help="checked (default), the hackable layout-only format rewards, or placebo (a coin "
+        "flip per completion, the control arm)",
+    )
     train.add_argument("--seed", type=int, help="training seed (LoRA init, sampling, problems); default: the profile's")
-    train.add_argument("--cold-start-examples", type=non_negative_int,
-                       help="SFT examples of the cold start (0: none); default: the profile's")
-    train.add_argument("--cold-start", type=existing_dir,
-                       help="reuse this merged cold-start model (GRPO prompts still skip the "
-                            "--cold-start-examples rows it was trained on)")
+    train.add_argument(
+        "--cold-start-examples",
+        type=non_negative_int,
+        help="SFT examples of the cold start (0: none); default: the profile's",
+    )
+    train.add_argument(
+        "--cold-start",
+        type=existing_dir,
+        help="reuse this merged cold-start model (GRPO prompts still skip the "
+        "--cold-start-examples rows it was trained on)",
+    )
     train.add_argument("--output-dir", help="default: outputs/grpo-<profile>")
-    train.add_argument("--vllm-server", metavar="URL",
-                       help="rollouts from a running `trl vllm-serve` (e.g. http://localhost:8000; "
-                            "plain TRL profile cuda only)")
+    train.add_argument(
+        "--vllm-server",
+        metavar="URL",
+        help="rollouts from a running `trl vllm-serve` (e.g. http://localhost:8000; plain TRL profile cuda only)",
+    )
     train.set_defaults(run=_train)
     evaluate = commands.add_parser("evaluate", help="base vs. base + LoRA on GSM8K test (notebook 06)")
-    evaluate.add_argument("--adapter", required=True, type=existing_dir,
-                          help="saved LoRA adapter folder (from `train`)")
-    evaluate.add_argument("--n", type=positive_int,
-                          help="first N test questions; default the profile's eval_questions (cpu 32, t4 all)")
+    evaluate.add_argument(
+        "--adapter", required=True, type=existing_dir, help="saved LoRA adapter folder (from `train`)"
+    )
+    evaluate.add_argument(
+        "--n", type=positive_int, help="first N test questions; default the profile's eval_questions (cpu 32, t4 all)"
+    )
     evaluate.add_argument("--profile", choices=sorted(PROFILES), help="default: picked from the hardware")
-    evaluate.add_argument("--greedy", action="store_true",
-                          help="greedy decoding instead of the profile's training sampling")
+    evaluate.add_argument(
+        "--greedy", action="store_true", help="greedy decoding instead of the profile's training sampling"
+    )
     evaluate.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    evaluate.add_argument("--batch-size", type=positive_int, default=None,
-                          help="questions per generate call (default: 256 with vLLM, 8 with transformers)")
-    evaluate.add_argument("--model-path", help="the adapter's base model; default: the run's cold_start/ "
-                                               "beside the adapter, else the profile's model")
-    evaluate.add_argument("--run", dest="run_label",
-                          help="results subfolder; default: the adapter's training run name")
+    evaluate.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=None,
+        help="questions per generate call (default: 256 with vLLM, 8 with transformers)",
+    )
+    evaluate.add_argument(
+        "--model-path",
+        help="the adapter's base model; default: the run's cold_start/ beside the adapter, else the profile's model",
+    )
+    evaluate.add_argument("--run", dest="run_label", help="results subfolder; default: the adapter's training run name")
     evaluate.add_argument("--results-dir", default="results", help="default: results")
     evaluate.set_defaults(run=_evaluate)
     passk = commands.add_parser("pass-at-k", help="pass@1..8 of every stage of a finished `train` run (CPU)")
-    passk.add_argument("--run", dest="run_dir", required=True, type=existing_dir,
-                       help="the run's folder (outputs/grpo-cpu)")
+    passk.add_argument(
+        "--run", dest="run_dir", required=True, type=existing_dir, help="the run's folder (outputs/grpo-cpu)"
+    )
     passk.add_argument("--n", type=positive_int, default=8, help="samples per problem (default 8)")
-    passk.add_argument("--problems", type=positive_int, default=32,
-                       help="course-written test problems per difficulty (default 32)")
+    passk.add_argument(
+        "--problems", type=positive_int, default=32, help="course-written test problems per difficulty (default 32)"
+    )
     passk.add_argument("--profile", choices=sorted(PROFILES), help="default: picked from the hardware")
     passk.set_defaults(run=_pass_at_k)
     scratch = commands.add_parser("scratch", help="GRPO from scratch in plain PyTorch, one variant (notebook 07)")
-    scratch.add_argument("--variant", "--stage", dest="variant", choices=["reinforce", "std", "clip", "kl"], default="kl",
-                         help="reinforce (group-mean baseline), std (+ std scaling), clip (+ 2 iterations, "
-                              "eps 0.2), kl (+ beta 0.04; default)")
+    scratch.add_argument(
+        "--variant",
+        "--stage",
+        dest="variant",
+        choices=["reinforce", "std", "clip", "kl"],
+        default="kl",
+        help="reinforce (group-mean baseline), std (+ std scaling), clip (+ 2 iterations, "
+        "eps 0.2), kl (+ beta 0.04; default)",
+    )
     scratch.add_argument("--steps", type=positive_int, help="AdamW steps (default 20)")
-    scratch.add_argument("--cold-start", type=existing_dir, help="the merged cold start to start from "
-                                                                  "(default SmolLM2-135M-Instruct)")
+    scratch.add_argument(
+        "--cold-start", type=existing_dir, help="the merged cold start to start from (default SmolLM2-135M-Instruct)"
+    )
     scratch.add_argument("--output-dir", help="default: outputs/scratch-<variant>")
     scratch.add_argument("--seed", type=int, help="LoRA init and sampling seed (default 3407)")
     scratch.add_argument("--quick", action="store_true", help="smoke size (also: GRPO_QUICK=1)")
@@ -257,8 +320,9 @@ def _check_data_dir() -> None:
 
     directory = os.environ.get("GSM8K_DIR")
     if directory and not (Path(directory) / "train.jsonl").exists():
-        raise FileNotFoundError(f"GSM8K_DIR={directory} has no train.jsonl (unset it to use the hub "
-                                "or the embedded sample)")
+        raise FileNotFoundError(
+            f"GSM8K_DIR={directory} has no train.jsonl (unset it to use the hub or the embedded sample)"
+        )
 
 
 if __name__ == "__main__":

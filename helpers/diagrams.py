@@ -5,8 +5,8 @@ group's rewards and advantages (:func:`plot_group_baseline`) and per-token value
 """
 
 from __future__ import annotations
-from helpers.evaluation.plots import finish_figure
 
+from helpers.evaluation.plots import finish_figure
 
 
 def plot_group_baseline(rewards, advantages, labels, show: bool = True):
@@ -38,8 +38,9 @@ def plot_group_baseline(rewards, advantages, labels, show: bool = True):
     return finish_figure(fig, show)
 
 
-def plot_token_grid(values, mask, labels, title: str, marks=None, center: float | None = None,
-                    cbar_label: str = "", show: bool = True):
+def plot_token_grid(
+    values, mask, labels, title: str, marks=None, center: float | None = None, cbar_label: str = "", show: bool = True
+):
     """A ``(G, C)`` per-token quantity as a heat map: one row per completion, one column per token
     position; padding (``mask == 0``) is blank. ``marks``: optional ``(G, C)`` bool, drawn as x
     (e.g. clipped tokens). ``center``: a value to put at the middle of a diverging colour map.
@@ -68,20 +69,35 @@ def plot_token_grid(values, mask, labels, title: str, marks=None, center: float 
     return finish_figure(fig, show)
 
 
-PIPELINE_STEPS = ("prompt q", "π_old samples\nG completions", "reward functions\nr_1 … r_G",
-                  "advantages Â_i:\n(r_i − mean) / std", "loss: ratio ρ, clip,\n− β·KL to π_ref",
-                  "update π_θ\n(optimizer step)")
+PIPELINE_STEPS = (
+    "prompt q",
+    "π_old samples\nG completions",
+    "reward functions\nr_1 … r_G",
+    "advantages Â_i:\n(r_i − mean) / std",
+    "loss: ratio ρ, clip,\n− β·KL to π_ref",
+    "update π_θ\n(optimizer step)",
+)
 
 
 def _box_row(ax, steps, y: float, highlight=(), gap: float = 1.4) -> None:
     """Boxes joined by arrows, left to right, at height ``y`` (``highlight``: shaded indices)."""
     for i, step in enumerate(steps):
-        ax.text(i * gap, y, step, ha="center", va="center", fontsize=9,
-                bbox=dict(boxstyle="round,pad=0.5", facecolor="tab:blue" if i in highlight else "white",
-                          alpha=0.25 if i in highlight else 1.0, edgecolor="k"))
+        ax.text(
+            i * gap,
+            y,
+            step,
+            ha="center",
+            va="center",
+            fontsize=9,
+            bbox=dict(
+                boxstyle="round,pad=0.5",
+                facecolor="tab:blue" if i in highlight else "white",
+                alpha=0.25 if i in highlight else 1.0,
+                edgecolor="k",
+            ),
+        )
         if i < len(steps) - 1:
-            ax.annotate("", xy=(i * gap + 0.9, y), xytext=(i * gap + 0.5, y),
-                        arrowprops=dict(arrowstyle="->"))
+            ax.annotate("", xy=(i * gap + 0.9, y), xytext=(i * gap + 0.5, y), arrowprops=dict(arrowstyle="->"))
 
 
 def plot_grpo_pipeline(show: bool = True):
@@ -96,12 +112,22 @@ def plot_grpo_pipeline(show: bool = True):
     return finish_figure(fig, show)
 
 
-CRITIC_STEPS = ("prompt q", "π_old samples\n1 completion", "reward r\nat the end",
-                "critic V(s_t)\nper token (trained)", "GAE:\nA_t per token")
+CRITIC_STEPS = (
+    "prompt q",
+    "π_old samples\n1 completion",
+    "reward r\nat the end",
+    "critic V(s_t)\nper token (trained)",
+    "GAE:\nA_t per token",
+)
 
 
-GROUP_STEPS = ("prompt q", "π_old samples\nG completions", "rewards\nr_1 … r_G",
-               "group mean, std\n(no network)", "Â_i = (r_i − mean)/std\nfor all tokens of o_i")
+GROUP_STEPS = (
+    "prompt q",
+    "π_old samples\nG completions",
+    "rewards\nr_1 … r_G",
+    "group mean, std\n(no network)",
+    "Â_i = (r_i − mean)/std\nfor all tokens of o_i",
+)
 
 
 def plot_critic_vs_group(show: bool = True):

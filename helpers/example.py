@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-import torch
-from helpers.training.cold_start import format_solution
-from helpers.data.gsm8k import extract_hash_answer, make_prompt, read_rows
-from helpers.grpo import completion_mask as mask_after_eos
 
+import torch
+
+from helpers.course_format import extract_hash_answer, format_solution, make_prompt
+from helpers.grpo import completion_mask as mask_after_eos
 
 LABELS = ("right", "stops a step early", "right, no tags", "cut off")
 
@@ -72,41 +72,49 @@ def _texts(solution: str, gold: str) -> list[str]:
     numbers = [n.replace(",", "") for n in re.findall(r"\d[\d,]*", first)]
     wrong = [n for n in numbers if n != gold.replace(",", "")]
     early = wrong[-1] if wrong else gold + "1"  # the first step's result; else a number that is wrong
-    return [right,
-            f"<reasoning>\n{first}\n</reasoning>\n<answer>\n{early}\n</answer>",
-            f"The answer is {gold}.",
-            "<reasoning>\n" + steps + ("\nLet me check that again.\n" + steps) * 3]
+    return [
+        right,
+        f"<reasoning>\n{first}\n</reasoning>\n<answer>\n{early}\n</answer>",
+        f"The answer is {gold}.",
+        "<reasoning>\n" + steps + ("\nLet me check that again.\n" + steps) * 3,
+    ]
 
 
-def running_example(tokenizer, data_dir=None, index: int = 0) -> RunningExample:
-    """The running example for GSM8K *test* question ``index`` (default the first).
+def group_from_solution(tokenizer, question: str, solution: str, source: str = "") -> RunningExample:
+    """The running example for one question and its GSM8K-style worked solution (ending ``#### <label>``);
+    :func:`helpers.data.gsm8k.running_example` reads GSM8K test question 0 and calls this.
 
     The length limit ``C`` is the longest finished completion (right, EOS included); the "cut
     off" completion is truncated to it, as generation would stop it at ``max_completion_length``.
 
     Args:
         tokenizer: the policy's tokenizer (chat template, EOS and pad tokens).
-        data_dir: GSM8K folder (default ``GSM8K_DIR``, else the hub, else the embedded sample).
+        source: where the question came from, kept in :attr:`RunningExample.source`.
 
     Raises:
         ValueError: the tokenizer has no EOS token, or the solution has no worked steps.
     """
     if tokenizer.eos_token_id is None:
         raise ValueError("the tokenizer has no EOS token")
-    rows, source = read_rows("test", data_dir)
-    row = rows[index]
-    gold = extract_hash_answer(row["answer"])
-    prompt = make_prompt(row["question"])
-    ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in _texts(row["answer"], gold)]
+    gold = extract_hash_answer(solution)
+    prompt = make_prompt(question)
+    ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in _texts(solution, gold)]
     eos = tokenizer.eos_token_id
     width = max(len(x) for x in ids[:3]) + 1
     ids = [x + [eos] for x in ids[:3]] + [ids[3][:width]]
-    pad = eos if tokenizer.pad_token_id is None else tokenizer.pad_token_id   # TRL pads with EOS when unset
+    pad = eos if tokenizer.pad_token_id is None else tokenizer.pad_token_id  # TRL pads with EOS when unset
     completion_ids = torch.tensor([x + [pad] * (width - len(x)) for x in ids])
     text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
     prompt_ids = torch.tensor([tokenizer(text, add_special_tokens=False)["input_ids"]] * len(ids))
     return RunningExample(
-        question=row["question"], answer=gold, prompt=prompt,
+        question=question,
+        answer=gold,
+        prompt=prompt,
         completions=tuple(tokenizer.batch_decode(completion_ids, skip_special_tokens=True)),
-        labels=LABELS, prompt_ids=prompt_ids, prompt_mask=torch.ones_like(prompt_ids),
-        completion_ids=completion_ids, completion_mask=mask_after_eos(completion_ids, eos), source=source)
+        labels=LABELS,
+        prompt_ids=prompt_ids,
+        prompt_mask=torch.ones_like(prompt_ids),
+        completion_ids=completion_ids,
+        completion_mask=mask_after_eos(completion_ids, eos),
+        source=source,
+    )

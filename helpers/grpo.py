@@ -13,9 +13,9 @@ for one prompt q from the *old policy* pi_old (the weights that generated them);
 
 from __future__ import annotations
 
-from typing import Sequence
-import torch
+from collections.abc import Sequence
 
+import torch
 
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
 
@@ -47,8 +47,9 @@ def per_token_logps(logits: torch.Tensor, input_ids: torch.Tensor, temperature: 
         ValueError: shapes do not match, or ``temperature <= 0``.
     """
     if logits.dim() != 3 or input_ids.shape != logits.shape[:2]:
-        raise ValueError(f"expected logits (B, T, V) and input_ids (B, T), got {tuple(logits.shape)} "
-                         f"and {tuple(input_ids.shape)}")
+        raise ValueError(
+            f"expected logits (B, T, V) and input_ids (B, T), got {tuple(logits.shape)} and {tuple(input_ids.shape)}"
+        )
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
     logits = logits.to(torch.promote_types(logits.dtype, torch.float32)) / temperature
@@ -56,8 +57,9 @@ def per_token_logps(logits: torch.Tensor, input_ids: torch.Tensor, temperature: 
     return taken - torch.logsumexp(logits, dim=-1)  # log_softmax(x)_i = x_i - logsumexp(x)
 
 
-def completion_logps(model, prompt_ids, prompt_mask, completion_ids, completion_mask,
-                     temperature: float = 1.0) -> torch.Tensor:
+def completion_logps(
+    model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature: float = 1.0
+) -> torch.Tensor:
     """Per-token log-probs of the completions under ``model``, one forward pass as TRL does it.
 
     The model reads ``[prompt, completion]`` with attention mask ``[prompt_mask,
@@ -75,8 +77,7 @@ def completion_logps(model, prompt_ids, prompt_mask, completion_ids, completion_
     input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
     attention_mask = torch.cat([prompt_mask, completion_mask], dim=1)
     width = completion_ids.size(1)
-    logits = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=width + 1,
-                   use_cache=False).logits
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=width + 1, use_cache=False).logits
     return per_token_logps(logits[:, -width - 1 : -1], completion_ids, temperature)
 
 
@@ -104,8 +105,7 @@ def stop_token_ids(tokenizer, generation_config=None) -> list[int]:
     return ids
 
 
-def completion_mask(completion_ids: torch.Tensor,
-                    eos_token_id: int | Sequence[int] | object) -> torch.Tensor:
+def completion_mask(completion_ids: torch.Tensor, eos_token_id: int | Sequence[int] | object) -> torch.Tensor:
     """1 for the real tokens of each completion, up to and including its first stop token, 0 after.
 
     As TRL builds it: the stop token is part of the completion (the policy chose to stop, and
@@ -139,8 +139,7 @@ def completion_mask(completion_ids: torch.Tensor,
     return (positions.unsqueeze(0) <= first_eos.unsqueeze(1)).int()
 
 
-def gae_advantages(rewards: torch.Tensor, values: torch.Tensor, gamma: float = 1.0,
-                   lam: float = 0.95) -> torch.Tensor:
+def gae_advantages(rewards: torch.Tensor, values: torch.Tensor, gamma: float = 1.0, lam: float = 0.95) -> torch.Tensor:
     """PPO's advantages from a critic: generalized advantage estimation (what GRPO removes).
 
     delta_t = r_t + gamma V(s_{t+1}) - V(s_t) with V = 0 after the last step (the episode
@@ -158,8 +157,9 @@ def gae_advantages(rewards: torch.Tensor, values: torch.Tensor, gamma: float = 1
         ValueError: shapes differ or are not 1-D, or gamma / lam outside [0, 1].
     """
     if rewards.dim() != 1 or rewards.shape != values.shape:
-        raise ValueError(f"expected rewards and values of the same shape (T,), got "
-                         f"{tuple(rewards.shape)} and {tuple(values.shape)}")
+        raise ValueError(
+            f"expected rewards and values of the same shape (T,), got {tuple(rewards.shape)} and {tuple(values.shape)}"
+        )
     if not (0 <= gamma <= 1 and 0 <= lam <= 1):
         raise ValueError(f"gamma and lam must lie in [0, 1], got {gamma}, {lam}")
     next_values = torch.cat([values[1:], values.new_zeros(1)])
@@ -172,8 +172,7 @@ def gae_advantages(rewards: torch.Tensor, values: torch.Tensor, gamma: float = 1
     return advantages
 
 
-def group_advantages(rewards: torch.Tensor, group_size: int, scale: str = "group",
-                     eps: float = 1e-4) -> torch.Tensor:
+def group_advantages(rewards: torch.Tensor, group_size: int, scale: str = "group", eps: float = 1e-4) -> torch.Tensor:
     """Group-relative advantages: A_i = (r_i - mean(group)) / (std + eps), one per completion.
 
     DeepSeekMath §4.1.2 (outcome supervision): every token of o_i gets A_i. The group mean
@@ -266,8 +265,9 @@ def kl_estimators(logp: torch.Tensor, ref_logp: torch.Tensor):
     return -r, 0.5 * r**2, (torch.expm1(r_k3) - r_k3).clamp(min=0.0)
 
 
-def clipped_surrogate(ratio: torch.Tensor, advantages: torch.Tensor, epsilon_low: float = 0.2,
-                      epsilon_high: float | None = None) -> torch.Tensor:
+def clipped_surrogate(
+    ratio: torch.Tensor, advantages: torch.Tensor, epsilon_low: float = 0.2, epsilon_high: float | None = None
+) -> torch.Tensor:
     """PPO's clipped surrogate per token, min(rho A, clip(rho, 1 - eps_low, 1 + eps_high) A).
 
     PPO (Schulman et al. 2017) eq. 7, with DAPO's asymmetric "clip-higher" bounds (Yu et al.
@@ -292,14 +292,19 @@ def clipped_surrogate(ratio: torch.Tensor, advantages: torch.Tensor, epsilon_low
     if advantages.shape == ratio.shape[:1]:
         advantages = advantages.unsqueeze(1)
     elif advantages.shape != ratio.shape:
-        raise ValueError(f"advantages must be (B,) or (B, T) for ratio {tuple(ratio.shape)}, "
-                         f"got {tuple(advantages.shape)}")
+        raise ValueError(
+            f"advantages must be (B,) or (B, T) for ratio {tuple(ratio.shape)}, got {tuple(advantages.shape)}"
+        )
     clipped = torch.clamp(ratio, 1 - epsilon_low, 1 + eps_high)
     return torch.min(ratio * advantages, clipped * advantages)
 
 
-def aggregate_loss(per_token_loss: torch.Tensor, completion_mask: torch.Tensor, loss_type: str,
-                   max_completion_length: int | None = None) -> torch.Tensor:
+def aggregate_loss(
+    per_token_loss: torch.Tensor,
+    completion_mask: torch.Tensor,
+    loss_type: str,
+    max_completion_length: int | None = None,
+) -> torch.Tensor:
     """Average masked per-token losses into one number, the way ``loss_type`` says.
 
     With |o_i| the number of real tokens of completion i (padding counts 0):
@@ -341,15 +346,24 @@ def aggregate_loss(per_token_loss: torch.Tensor, completion_mask: torch.Tensor, 
     if max_completion_length is None or max_completion_length <= 0:
         raise ValueError("loss_type='dr_grpo' needs a positive max_completion_length")
     if lengths.max() > max_completion_length:
-        raise ValueError(f"a completion has {int(lengths.max())} tokens, more than "
-                         f"max_completion_length={max_completion_length}")
+        raise ValueError(
+            f"a completion has {int(lengths.max())} tokens, more than max_completion_length={max_completion_length}"
+        )
     return (per_token_loss * mask).sum() / (per_token_loss.size(0) * max_completion_length)
 
 
-def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor | None, ref_logp: torch.Tensor | None,
-              advantages: torch.Tensor, completion_mask: torch.Tensor, beta: float = 0.0,
-              epsilon_low: float = 0.2, epsilon_high: float | None = None, loss_type: str = "dapo",
-              max_completion_length: int | None = None):
+def grpo_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor | None,
+    ref_logp: torch.Tensor | None,
+    advantages: torch.Tensor,
+    completion_mask: torch.Tensor,
+    beta: float = 0.0,
+    epsilon_low: float = 0.2,
+    epsilon_high: float | None = None,
+    loss_type: str = "dapo",
+    max_completion_length: int | None = None,
+):
     """The GRPO loss (negative objective) and its monitoring statistics, as TRL computes it.
 
     Per token (DeepSeekMath eq. 3; the KL term is eq. 4, the k3 estimator):

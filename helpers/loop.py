@@ -51,21 +51,24 @@ import math
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
 import torch
+
 from helpers import grpo
 from helpers.rewards import REWARD_FUNCS
-
 
 TIME_PARTS = ("seconds/generation", "seconds/logps_no_grad", "seconds/loss_backward", "seconds/rest")
 
 
+# fmt: off
 METRIC_COLUMNS = ("step", "rollout", "reward", "reward_std", "frac_reward_zero_std", "kl", "clip_ratio/region_mean",
-           "clip_ratio/low_mean", "clip_ratio/high_mean", "ratio_mean", "completions/mean_length",
-           "completions/max_length", "completions/clipped_ratio", "grad_norm", "loss", *TIME_PARTS,
-           "step_time_s", "heldout/accuracy", "heldout/accuracy_format_free", "heldout/seconds")
+                  "clip_ratio/low_mean", "clip_ratio/high_mean", "ratio_mean", "completions/mean_length",
+                  "completions/max_length", "completions/clipped_ratio", "grad_norm", "loss", *TIME_PARTS,
+                  "step_time_s", "heldout/accuracy", "heldout/accuracy_format_free", "heldout/seconds")
+# fmt: on
 
 
-# The pieces added one at a time (issue 21): each stage is the one before plus one change.
+# The pieces added one at a time: each variant is the one before plus one change.
 VARIANTS = {
     "reinforce": dict(scale_std=False, num_iterations=1, beta=0.0),  # group-mean baseline, rho = 1, no KL
     "std": dict(scale_std=True, num_iterations=1, beta=0.0),  # + GRPO's std division
@@ -105,19 +108,22 @@ class LoopConfig:
     log_kl: bool = True  # reference log-probs also when beta = 0, for the KL column
 
     def __post_init__(self):
-        checks = [(self.num_iterations >= 1, "num_iterations must be >= 1"),
-                  (0 <= self.epsilon < 1, "epsilon must lie in [0, 1)"), (self.beta >= 0, "beta must be >= 0"),
-                  (self.loss_type in grpo.LOSS_TYPES, f"loss_type must be one of {grpo.LOSS_TYPES}"),
-                  (self.prompts_per_step >= 1, "prompts_per_step must be >= 1"),
-                  (self.num_generations >= 2, "num_generations must be >= 2 (a group of 1 has no baseline)"),
-                  (self.max_new_tokens >= 1, "max_new_tokens must be >= 1"),
-                  (self.temperature > 0, "temperature must be > 0"),
-                  (0 < self.top_p <= 1, "top_p must lie in (0, 1]"),
-                  (self.learning_rate > 0, "learning_rate must be > 0"),
-                  (self.max_grad_norm > 0, "max_grad_norm must be > 0"),
-                  (self.steps >= 1, "steps must be >= 1"),
-                  (self.heldout_problems >= 0, "heldout_problems must be >= 0"),
-                  (self.heldout_every >= 1, "heldout_every must be >= 1")]
+        checks = [
+            (self.num_iterations >= 1, "num_iterations must be >= 1"),
+            (0 <= self.epsilon < 1, "epsilon must lie in [0, 1)"),
+            (self.beta >= 0, "beta must be >= 0"),
+            (self.loss_type in grpo.LOSS_TYPES, f"loss_type must be one of {grpo.LOSS_TYPES}"),
+            (self.prompts_per_step >= 1, "prompts_per_step must be >= 1"),
+            (self.num_generations >= 2, "num_generations must be >= 2 (a group of 1 has no baseline)"),
+            (self.max_new_tokens >= 1, "max_new_tokens must be >= 1"),
+            (self.temperature > 0, "temperature must be > 0"),
+            (0 < self.top_p <= 1, "top_p must lie in (0, 1]"),
+            (self.learning_rate > 0, "learning_rate must be > 0"),
+            (self.max_grad_norm > 0, "max_grad_norm must be > 0"),
+            (self.steps >= 1, "steps must be >= 1"),
+            (self.heldout_problems >= 0, "heldout_problems must be >= 0"),
+            (self.heldout_every >= 1, "heldout_every must be >= 1"),
+        ]
         for ok, message in checks:
             if not ok:
                 raise ValueError(f"{message} (LoopConfig, variant {self.variant!r})")
@@ -142,8 +148,15 @@ def variant_config(variant: str, **overrides) -> LoopConfig:
 def quick(config: LoopConfig) -> LoopConfig:
     """Smoke size (CI, ``--quick``): 2 steps of 1 prompt x 4 completions x 24 tokens, 4 held-out problems
     after every step. It checks that the loop runs, not that it learns."""
-    return replace(config, steps=2, prompts_per_step=1, num_generations=4, max_new_tokens=24,
-                   heldout_problems=min(config.heldout_problems, 4), heldout_every=1)
+    return replace(
+        config,
+        steps=2,
+        prompts_per_step=1,
+        num_generations=4,
+        max_new_tokens=24,
+        heldout_problems=min(config.heldout_problems, 4),
+        heldout_every=1,
+    )
 
 
 @dataclass
@@ -189,15 +202,23 @@ def sample_completions(model, tokenizer, prompt_ids, prompt_mask, config: LoopCo
     stops = grpo.stop_token_ids(tokenizer, getattr(model, "generation_config", None))
     ids = prompt_ids.repeat_interleave(config.num_generations, dim=0)  # (B, P)
     mask = prompt_mask.repeat_interleave(config.num_generations, dim=0)
-    settings = GenerationConfig(max_new_tokens=config.max_new_tokens, do_sample=True, temperature=config.temperature,
-                                top_p=config.top_p, top_k=0, eos_token_id=stops, pad_token_id=tokenizer.pad_token_id,
-                                bos_token_id=tokenizer.bos_token_id)
+    settings = GenerationConfig(
+        max_new_tokens=config.max_new_tokens,
+        do_sample=True,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        top_k=0,
+        eos_token_id=stops,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+    )
     was_training = model.training
     model.eval()
-    out = model.generate(input_ids=ids.to(model.device), attention_mask=mask.to(model.device),
-                         generation_config=settings)  # (B, P + T)
+    out = model.generate(
+        input_ids=ids.to(model.device), attention_mask=mask.to(model.device), generation_config=settings
+    )  # (B, P + T)
     model.train(was_training)
-    completion_ids = out[:, ids.size(1):].cpu()  # (B, T)
+    completion_ids = out[:, ids.size(1) :].cpu()  # (B, T)
     return ids, mask, completion_ids, grpo.completion_mask(completion_ids, stops)
 
 
@@ -241,12 +262,22 @@ def batch_logps(model, batch: Batch, config: LoopConfig) -> torch.Tensor:
     gradients unless under ``no_grad``): one pass over ``[prompt, completion]``
     (:func:`helpers.grpo.completion_logps`). The functions below take another one of the same signature
     as ``logps``, e.g. :func:`helpers.training.fast_rollouts.shared_batch_logps` (one prompt pass per group)."""
-    return grpo.completion_logps(model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
-                                 batch.completion_mask, config.temperature)
+    return grpo.completion_logps(
+        model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask, config.temperature
+    )
 
 
-def prepare_batch(model, prompt_ids, prompt_mask, completion_ids, completion_mask, rewards,
-                  config: LoopConfig, reward_names=(), logps=batch_logps) -> Batch:
+def prepare_batch(
+    model,
+    prompt_ids,
+    prompt_mask,
+    completion_ids,
+    completion_mask,
+    rewards,
+    config: LoopConfig,
+    reward_names=(),
+    logps=batch_logps,
+) -> Batch:
     """Advantages from the rewards, then the no-gradient log-probs: old policy (``num_iterations > 1``)
     and reference (adapter off; when ``beta > 0`` or ``log_kl``).
 
@@ -259,8 +290,9 @@ def prepare_batch(model, prompt_ids, prompt_mask, completion_ids, completion_mas
     rewards = rewards if rewards.dim() == 2 else rewards[:, None]
     total = rewards.nansum(1)  # (B,)
     advantages = grpo.group_advantages(total, config.num_generations, "group" if config.scale_std else "none")
-    batch = Batch(prompt_ids, prompt_mask, completion_ids, completion_mask, rewards, advantages,
-                  reward_names=list(reward_names))
+    batch = Batch(
+        prompt_ids, prompt_mask, completion_ids, completion_mask, rewards, advantages, reward_names=list(reward_names)
+    )
     with torch.no_grad():
         if config.num_iterations > 1:
             batch.old_logps = logps(model, batch, config)  # pi_old = the weights that sampled
@@ -276,8 +308,13 @@ def make_optimizer(model, config: LoopConfig) -> torch.optim.AdamW:
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("the model has no trainable parameters (no LoRA?)")
-    return torch.optim.AdamW(params, lr=config.learning_rate, betas=tuple(config.adam_betas), eps=config.adam_eps,
-                             weight_decay=config.weight_decay)
+    return torch.optim.AdamW(
+        params,
+        lr=config.learning_rate,
+        betas=tuple(config.adam_betas),
+        eps=config.adam_eps,
+        weight_decay=config.weight_decay,
+    )
 
 
 def optimizer_step(model, optimizer, batch: Batch, config: LoopConfig, logps=batch_logps) -> dict:
@@ -290,16 +327,31 @@ def optimizer_step(model, optimizer, batch: Batch, config: LoopConfig, logps=bat
     model.train()
     started = time.perf_counter()
     policy_logps = logps(model, batch, config)  # (B, T), with gradients
-    loss, stats = grpo.grpo_loss(policy_logps, batch.old_logps, batch.ref_logps, batch.advantages, batch.completion_mask,
-                                 config.beta, config.epsilon, None, config.loss_type, config.max_new_tokens)
+    loss, stats = grpo.grpo_loss(
+        policy_logps,
+        batch.old_logps,
+        batch.ref_logps,
+        batch.advantages,
+        batch.completion_mask,
+        config.beta,
+        config.epsilon,
+        None,
+        config.loss_type,
+        config.max_new_tokens,
+    )
     loss.backward()
     backward_done = time.perf_counter()
     params = [p for group in optimizer.param_groups for p in group["params"]]
     grad_norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    return {"loss": loss.item(), "grad_norm": grad_norm.item(), **stats,
-            "seconds/loss_backward": backward_done - started, "seconds/rest": time.perf_counter() - backward_done}
+    return {
+        "loss": loss.item(),
+        "grad_norm": grad_norm.item(),
+        **stats,
+        "seconds/loss_backward": backward_done - started,
+        "seconds/rest": time.perf_counter() - backward_done,
+    }
 
 
 @dataclass
@@ -315,8 +367,9 @@ class LoopRun:
     summary_json: Path | None = None
 
 
-def train_from_scratch(model, tokenizer, config: LoopConfig, prompts, *, reward_funcs=None, evaluate=None,
-                       logps=batch_logps, log=print) -> LoopRun:
+def train_from_scratch(
+    model, tokenizer, config: LoopConfig, prompts, *, reward_funcs=None, evaluate=None, logps=batch_logps, log=print
+) -> LoopRun:
     """The GRPO loop: ``config.steps`` AdamW steps, a new batch every ``num_iterations`` steps.
 
     Args:
@@ -348,10 +401,11 @@ def train_from_scratch(model, tokenizer, config: LoopConfig, prompts, *, reward_
         t0, times = time.perf_counter(), {"seconds/generation": 0.0, "seconds/logps_no_grad": 0.0}
         if (step - 1) % config.num_iterations == 0:  # a new batch; the other steps reuse it
             rollout = (step - 1) // config.num_iterations
-            group_rows = prompts[rollout * config.prompts_per_step:(rollout + 1) * config.prompts_per_step]
+            group_rows = prompts[rollout * config.prompts_per_step : (rollout + 1) * config.prompts_per_step]
             prompt_ids, prompt_mask = tokenize_prompts(tokenizer, [r["prompt"] for r in group_rows])
-            ids, mask, completion_ids, completion_mask = sample_completions(model, tokenizer, prompt_ids,
-                                                                            prompt_mask, config)
+            ids, mask, completion_ids, completion_mask = sample_completions(
+                model, tokenizer, prompt_ids, prompt_mask, config
+            )
             times["seconds/generation"] = time.perf_counter() - t0
             texts = decode_completions(tokenizer, completion_ids)
             repeated = [r for r in group_rows for _ in range(config.num_generations)]
@@ -360,8 +414,13 @@ def train_from_scratch(model, tokenizer, config: LoopConfig, prompts, *, reward_
             batch = prepare_batch(model, ids, mask, completion_ids, completion_mask, rewards, config, names, logps)
             times["seconds/logps_no_grad"] = time.perf_counter() - t1
         stats = optimizer_step(model, optimizer, batch, config, logps)
-        row = {"step": step, "rollout": (step - 1) // config.num_iterations, **batch_stats(batch, config),
-               **stats, **times}
+        row = {
+            "step": step,
+            "rollout": (step - 1) // config.num_iterations,
+            **batch_stats(batch, config),
+            **stats,
+            **times,
+        }
         row["step_time_s"] = time.perf_counter() - t0
         if evaluate is not None and (step % config.heldout_every == 0 or step == config.steps):
             values = evaluate(model)
@@ -370,9 +429,11 @@ def train_from_scratch(model, tokenizer, config: LoopConfig, prompts, *, reward_
         rows.append(row)
         if log:
             held = f", held-out {row['heldout/accuracy']:.0%}" if "heldout/accuracy" in row else ""
-            log(f"step {step:3d}: reward {row['reward']:.3f}, kl {row['kl']:.4f}, clipped "
+            log(
+                f"step {step:3d}: reward {row['reward']:.3f}, kl {row['kl']:.4f}, clipped "
                 f"{row['clip_ratio/region_mean']:.1%}, length {row['completions/mean_length']:.0f}, "
-                f"grad norm {row['grad_norm']:.3f}, {row['step_time_s']:.1f} s{held}")
+                f"grad norm {row['grad_norm']:.3f}, {row['step_time_s']:.1f} s{held}"
+            )
     return LoopRun(rows, curve, time.perf_counter() - started)
 
 
@@ -382,16 +443,17 @@ def batch_stats(batch: Batch, config: LoopConfig) -> dict:
     total = batch.rewards.nansum(1)
     lengths = batch.completion_mask.sum(1).float()
     grouped = total.view(-1, config.num_generations)
-    out = {"reward": total.mean().item(), "reward_std": grouped.std(1).mean().item(),
-           "frac_reward_zero_std": (grouped == grouped[:, :1]).all(1).float().mean().item(),
-           "completions/mean_length": lengths.mean().item(), "completions/max_length": lengths.max().item(),
-           "completions/clipped_ratio": (lengths >= config.max_new_tokens).float().mean().item()}  # at the limit
+    out = {
+        "reward": total.mean().item(),
+        "reward_std": grouped.std(1).mean().item(),
+        "frac_reward_zero_std": (grouped == grouped[:, :1]).all(1).float().mean().item(),
+        "completions/mean_length": lengths.mean().item(),
+        "completions/max_length": lengths.max().item(),
+        "completions/clipped_ratio": (lengths >= config.max_new_tokens).float().mean().item(),
+    }  # at the limit
     for j, name in enumerate(batch.reward_names):
         out[f"rewards/{name}/mean"] = batch.rewards[:, j].nanmean().item()
     return out
 
 
 # --------------------------------------------------------------------------- checked against TRL
-def lora_state(model) -> dict:
-    """``{name: tensor}``, a copy of the trainable (LoRA) parameters."""
-    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}

@@ -16,8 +16,8 @@ import operator
 import re
 from decimal import Decimal, localcontext
 from fractions import Fraction
-from text_to_num import Token, find_numbers
 
+from text_to_num import Token, find_numbers
 
 MAX_ANSWER_CHARS = 500  # longer answers are not graded (fail closed)
 
@@ -35,12 +35,14 @@ _DECIMAL_COMMA_RE = re.compile(r"[-+]?\d+,\d+")  # one comma, not thousands: 3,5
 NUMBER_PATTERN = r"(?:(?:[1-9]\d{0,2}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?|\d+,\d+|\.\d+)"
 
 
-_MAGNITUDES = {"hundred": 100, "thousand": 10**3, "million": 10**6, "billion": 10**9,
-               "trillion": 10**12, "dozen": 12}
+_MAGNITUDES = {"hundred": 100, "thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12, "dozen": 12}
 
 
-SCALED_RE = re.compile(rf"(?<![\w.,])({NUMBER_PATTERN})(?:[eE]([-+]?\d{{1,3}})(?![\w.])"
-                        rf"|((?:\s*(?:{'|'.join(_MAGNITUDES)})s?\b)+))", re.IGNORECASE)
+SCALED_RE = re.compile(
+    rf"(?<![\w.,])({NUMBER_PATTERN})(?:[eE]([-+]?\d{{1,3}})(?![\w.])"
+    rf"|((?:\s*(?:{'|'.join(_MAGNITUDES)})s?\b)+))",
+    re.IGNORECASE,
+)
 
 
 WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")  # a word; LaTeX commands are not words
@@ -104,15 +106,13 @@ _NUMBER_RE = re.compile(rf"[-+]?{_DECIMAL}")
 _MIXED_RE = re.compile(r"([-+]?)(\d+)\s+(\d+)\s*/\s*(\d+)")
 
 
-_OPERATORS = {"\\times": "*", "\\cdot": "*", "\u00d7": "*", "\u22c5": "*",
-              "\\div": "/", "\u00f7": "/"}
+_OPERATORS = {"\\times": "*", "\\cdot": "*", "\u00d7": "*", "\u22c5": "*", "\\div": "/", "\u00f7": "/"}
 
 
 _ARITHMETIC_RE = re.compile(r"[\d.\s()+\-*/]+")
 
 
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.Div: operator.truediv}
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 
 
 def _arithmetic(node: ast.AST, source: str) -> Fraction:

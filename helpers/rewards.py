@@ -35,9 +35,10 @@ All functions take TRL's keyword arguments (``prompts``, ``completions``, ``answ
 from __future__ import annotations
 
 import re
-from helpers.grading import extract_answer, extract_boxed, extract_xml_block, is_equivalent, normalize_answer
-from helpers.numbers import parse_number
 
+from helpers.grading import extract_answer, extract_boxed, extract_xml_block, is_equivalent
+from helpers.normalize import normalize_answer
+from helpers.numbers import parse_number
 
 CORRECT, INTEGER, FORMAT = 2.0, 0.5, 0.5
 
@@ -85,8 +86,7 @@ def completion_texts(completions) -> list[str]:
         elif isinstance(c, list) and all(isinstance(m, dict) for m in c):
             texts.append("".join(m.get("content") or "" for m in c))
         else:
-            raise TypeError("completion must be a str or a list of messages, "
-                            f"got {type(c).__name__}")
+            raise TypeError(f"completion must be a str or a list of messages, got {type(c).__name__}")
     return texts
 
 
@@ -107,11 +107,11 @@ def _blocks_filled(m: re.Match | None) -> bool:
 def prompt_texts(prompt) -> list[str]:
     """The texts of one TRL prompt: a string, or the ``content`` of each chat message.
 
-    ``None`` gives the course's :data:`helpers.data.gsm8k.SYSTEM_PROMPT`, so that a copy of its
+    ``None`` gives the course's :data:`helpers.course_format.SYSTEM_PROMPT`, so that a copy of its
     template is recognised even when the reward function is called without prompts.
     """
     if prompt is None:
-        from helpers.data.gsm8k import SYSTEM_PROMPT
+        from helpers.course_format import SYSTEM_PROMPT
 
         return [SYSTEM_PROMPT]
     if isinstance(prompt, str):
@@ -170,9 +170,16 @@ def has_true_equation(text: str) -> bool:
     exactly: ``"81 / 9 = 9"`` -> True, ``"35 / 5 = 35"`` -> False, ``"1,000 - 1 = 999"`` -> True."""
     from fractions import Fraction
 
-    apply = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "−": lambda a, b: a - b,
-             "*": lambda a, b: a * b, "x": lambda a, b: a * b, "×": lambda a, b: a * b,
-             "/": lambda a, b: a / b if b else None, "÷": lambda a, b: a / b if b else None}
+    apply = {
+        "+": lambda a, b: a + b,
+        "-": lambda a, b: a - b,
+        "−": lambda a, b: a - b,
+        "*": lambda a, b: a * b,
+        "x": lambda a, b: a * b,
+        "×": lambda a, b: a * b,
+        "/": lambda a, b: a / b if b else None,
+        "÷": lambda a, b: a / b if b else None,
+    }
     for a, op, b, c in _EQUATION_RE.findall(text):
         a, b, c = (Fraction(v.replace(",", "")) for v in (a, b, c))
         if apply[op](a, b) == c:
@@ -253,9 +260,14 @@ def int_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list
         ValueError: ``prompts`` given with a length other than ``completions``'.
     """
     texts = completion_texts(completions)
-    return [INTEGER if is_integer_answer(t) and content_checked(t, src)
-            and is_real_reasoning(extract_xml_block(t, "reasoning"), src) else 0.0
-            for t, src in zip(texts, _sources(prompts, len(texts)))]
+    return [
+        INTEGER
+        if is_integer_answer(t)
+        and content_checked(t, src)
+        and is_real_reasoning(extract_xml_block(t, "reasoning"), src)
+        else 0.0
+        for t, src in zip(texts, _sources(prompts, len(texts)))
+    ]
 
 
 def strict_layout(text: str) -> bool:
@@ -299,8 +311,10 @@ def strict_format_reward_func(prompts=None, completions=(), answer=None, **kwarg
         ValueError: ``prompts`` given with a length other than ``completions``'.
     """
     texts = completion_texts(completions)
-    return [FORMAT if strict_layout(t) and content_checked(t, src) else 0.0
-            for t, src in zip(texts, _sources(prompts, len(texts)))]
+    return [
+        FORMAT if strict_layout(t) and content_checked(t, src) else 0.0
+        for t, src in zip(texts, _sources(prompts, len(texts)))
+    ]
 
 
 def soft_format_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list[float]:
@@ -311,8 +325,10 @@ def soft_format_reward_func(prompts=None, completions=(), answer=None, **kwargs)
         ValueError: ``prompts`` given with a length other than ``completions``'.
     """
     texts = completion_texts(completions)
-    return [FORMAT if soft_layout(t) and content_checked(t, src) else 0.0
-            for t, src in zip(texts, _sources(prompts, len(texts)))]
+    return [
+        FORMAT if soft_layout(t) and content_checked(t, src) else 0.0
+        for t, src in zip(texts, _sources(prompts, len(texts)))
+    ]
 
 
 def count_xml(text: str) -> float:
@@ -347,16 +363,25 @@ def xmlcount_reward_func(prompts=None, completions=(), answer=None, **kwargs) ->
         ValueError: ``prompts`` given with a length other than ``completions``'.
     """
     texts = completion_texts(completions)
-    return [count_xml(t) if content_checked(t, src) else 0.0
-            for t, src in zip(texts, _sources(prompts, len(texts)))]
+    return [count_xml(t) if content_checked(t, src) else 0.0 for t, src in zip(texts, _sources(prompts, len(texts)))]
 
 
-REWARD_FUNCS = [xmlcount_reward_func, soft_format_reward_func, strict_format_reward_func,
-                int_reward_func, correctness_reward_func]
+REWARD_FUNCS = [
+    xmlcount_reward_func,
+    soft_format_reward_func,
+    strict_format_reward_func,
+    int_reward_func,
+    correctness_reward_func,
+]
 
 
-LAYOUT_REWARD_FUNCS = [layout_xmlcount_reward_func, layout_soft_format_reward_func,
-                       layout_strict_format_reward_func, layout_int_reward_func, correctness_reward_func]
+LAYOUT_REWARD_FUNCS = [
+    layout_xmlcount_reward_func,
+    layout_soft_format_reward_func,
+    layout_strict_format_reward_func,
+    layout_int_reward_func,
+    correctness_reward_func,
+]
 
 
 def random_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list[float]:
@@ -367,8 +392,7 @@ def random_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> l
     right. GRPO with it at the same budget tells what training does with no signal at all."""
     import hashlib
 
-    return [float(hashlib.sha256(("placebo|" + t).encode()).digest()[0] & 1)
-            for t in completion_texts(completions)]
+    return [float(hashlib.sha256(("placebo|" + t).encode()).digest()[0] & 1) for t in completion_texts(completions)]
 
 
 REWARD_SETS = {"checked": REWARD_FUNCS, "layout": LAYOUT_REWARD_FUNCS, "placebo": [random_reward_func]}
@@ -408,67 +432,8 @@ def reward_table(funcs, completions, answer, *, prompts=None, index=None):
     for name, values in (("answer", answer), ("prompts", prompts), ("index", index)):
         if values is not None and len(values) != n:
             raise ValueError(f"{name} has {len(values)} entries for {n} completions")
-    table = pd.DataFrame({short_name(f): f(prompts=prompts, completions=completions, answer=answer) for f in funcs},
-                         index=index)
+    table = pd.DataFrame(
+        {short_name(f): f(prompts=prompts, completions=completions, answer=answer) for f in funcs}, index=index
+    )
     table["total"] = table.sum(axis=1)
     return table
-
-
-# ------------------------------------------------------------------------------------------
-# The seeds' originals, verbatim except for a removed debug print. For teaching only.
-# Source: willccbb's grpo_demo.py gist, reused in Unsloth's Qwen2.5 (3B) GRPO notebook.
-def original_extract_xml_answer(text: str) -> str:
-    answer = text.split("<answer>")[-1]
-    answer = answer.split("</answer>")[0]
-    return answer.strip()
-
-
-def original_correctness_reward_func(prompts, completions, answer, **kwargs) -> list[float]:
-    responses = [completion[0]['content'] for completion in completions]
-    extracted_responses = [original_extract_xml_answer(r) for r in responses]
-    return [2.0 if r == a else 0.0 for r, a in zip(extracted_responses, answer)]
-
-
-def original_int_reward_func(completions, **kwargs) -> list[float]:
-    responses = [completion[0]['content'] for completion in completions]
-    extracted_responses = [original_extract_xml_answer(r) for r in responses]
-    return [0.5 if r.isdigit() else 0.0 for r in extracted_responses]
-
-
-def original_strict_format_reward_func(completions, **kwargs) -> list[float]:
-    pattern = r"^<reasoning>\n.*?\n</reasoning>\n<answer>\n.*?\n</answer>\n$"
-    responses = [completion[0]["content"] for completion in completions]
-    matches = [re.match(pattern, r) for r in responses]
-    return [0.5 if match else 0.0 for match in matches]
-
-
-def original_soft_format_reward_func(completions, **kwargs) -> list[float]:
-    pattern = r"<reasoning>.*?</reasoning>\s*<answer>.*?</answer>"
-    responses = [completion[0]["content"] for completion in completions]
-    matches = [re.match(pattern, r) for r in responses]
-    return [0.5 if match else 0.0 for match in matches]
-
-
-def original_count_xml(text) -> float:
-    count = 0.0
-    if text.count("<reasoning>\n") == 1:
-        count += 0.125
-    if text.count("\n</reasoning>\n") == 1:
-        count += 0.125
-    if text.count("\n<answer>\n") == 1:
-        count += 0.125
-        count -= len(text.split("\n</answer>\n")[-1])*0.001
-    if text.count("\n</answer>") == 1:
-        count += 0.125
-        count -= (len(text.split("\n</answer>")[-1]) - 1)*0.001
-    return count
-
-
-def original_xmlcount_reward_func(completions, **kwargs) -> list[float]:
-    contents = [completion[0]["content"] for completion in completions]
-    return [original_count_xml(c) for c in contents]
-
-
-ORIGINAL_REWARD_FUNCS = [original_xmlcount_reward_func, original_soft_format_reward_func,
-                     original_strict_format_reward_func, original_int_reward_func,
-                     original_correctness_reward_func]

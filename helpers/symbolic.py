@@ -19,7 +19,6 @@ import subprocess
 import sys
 import threading
 
-
 _WORKER_START_TIMEOUT_S = 60.0  # importing sympy in a fresh process on a busy machine
 
 
@@ -41,8 +40,9 @@ def parse_latex(s: str):
 
     latex = normalize_latex(s, config=LatexExtractionConfig().normalization_config)
     try:
-        expr = latex2sympy(latex, is_real=not should_treat_as_complex(latex),
-                           convert_degrees=False, normalization_config=None)
+        expr = latex2sympy(
+            latex, is_real=not should_treat_as_complex(latex), convert_degrees=False, normalization_config=None
+        )
     except Exception:  # noqa: BLE001 - the parser raises many kinds; any of them: no parse
         return None
     return expr if isinstance(expr, (Basic, MatrixBase)) else None
@@ -102,8 +102,13 @@ class _Worker:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         self._proc = subprocess.Popen(
             [sys.executable, "-c", "from helpers.symbolic import _serve; _serve()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True, bufsize=1, env=env)
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+            env=env,
+        )
         self._lines = queue.Queue()
         threading.Thread(target=_pump, args=(self._proc.stdout, self._lines), daemon=True).start()
         if self._next_line(_WORKER_START_TIMEOUT_S) != "ready":

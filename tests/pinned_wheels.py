@@ -42,15 +42,30 @@ def wheel(dist: str) -> Path:
         if found:
             return found[0]
     if dist in NOT_FETCHED:
-        pytest.skip(f"{pattern} ({NOT_FETCHED[dist]}) is not in {places[-1]}: pip download --no-deps "
-                    f"-d {places[-1]} {dist}=={pinned_version(dist)}")
+        pytest.skip(
+            f"{pattern} ({NOT_FETCHED[dist]}) is not in {places[-1]}: pip download --no-deps "
+            f"-d {places[-1]} {dist}=={pinned_version(dist)}"
+        )
     name = f"{dist}-{pinned_version(dist)}-py3-none-any.whl"
     places[-1].mkdir(parents=True, exist_ok=True)
-    result = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(places[-1]),
-                             f"{dist}=={pinned_version(dist)}"], capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "-q",
+            "-d",
+            str(places[-1]),
+            f"{dist}=={pinned_version(dist)}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if not (places[-1] / name).exists():
-        pytest.skip(f"cannot fetch {name} (set GRPO_WHEELS_DIR to a folder holding it): "
-                    f"{result.stderr.strip()[-300:]}")
+        pytest.skip(f"cannot fetch {name} (set GRPO_WHEELS_DIR to a folder holding it): {result.stderr.strip()[-300:]}")
     return places[-1] / name
 
 

@@ -8,13 +8,28 @@ from helpers.cli import main
 from helpers.training.pipeline import PipelineRun
 from helpers.training.trainer import TrainingRun
 
-SUMMARY = {"stages": {s: {"n": 4, "correct": 0, "format_rate_strict": 0.5, "format_rate_valid": 0.25,
-                          "placeholder_rate": 0.0, "mean_tokens": 30.0} for s in ("base", "cold_start", "grpo")},
-           "mcnemar_start_vs_grpo": {k: {"p_value": 1.0, "lora_only": 0, "base_only": 0}
-                                     for k in ("format_valid", "correct")},
-           "timings_s": {"grpo_per_step_s": 12.5, "total_s": 600.0},
-           "distributed": {"processes": 1, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1,
-                           "num_generations": 8, "global_batch": 8}}
+SUMMARY = {
+    "stages": {
+        s: {
+            "n": 4,
+            "correct": 0,
+            "format_rate_strict": 0.5,
+            "format_rate_valid": 0.25,
+            "placeholder_rate": 0.0,
+            "mean_tokens": 30.0,
+        }
+        for s in ("base", "cold_start", "grpo")
+    },
+    "mcnemar_start_vs_grpo": {k: {"p_value": 1.0, "lora_only": 0, "base_only": 0} for k in ("format_valid", "correct")},
+    "timings_s": {"grpo_per_step_s": 12.5, "total_s": 600.0},
+    "distributed": {
+        "processes": 1,
+        "per_device_train_batch_size": 8,
+        "gradient_accumulation_steps": 1,
+        "num_generations": 8,
+        "global_batch": 8,
+    },
+}
 
 
 @pytest.fixture
@@ -22,12 +37,25 @@ def fake_pipeline(monkeypatch):
     calls = []
 
     def run_pipeline(profile, output_dir=None, reward_set="checked", cold_start_dir=None, command=None):
-        calls.append(dict(profile=profile, output_dir=output_dir, reward_set=reward_set, cold_start=cold_start_dir,
-                          command=command))
+        calls.append(
+            dict(
+                profile=profile,
+                output_dir=output_dir,
+                reward_set=reward_set,
+                cold_start=cold_start_dir,
+                command=command,
+            )
+        )
         out = Path(output_dir)
         state = type("State", (), {"global_step": profile.max_steps})
-        training = TrainingRun(out, out / "metrics.csv", out / "lora_adapter", out / "curves.png", 12.5,
-                               trainer=type("Trainer", (), {"state": state}))
+        training = TrainingRun(
+            out,
+            out / "metrics.csv",
+            out / "lora_adapter",
+            out / "curves.png",
+            12.5,
+            trainer=type("Trainer", (), {"state": state}),
+        )
         return PipelineRun(out, SUMMARY, out / "summary.json", out / "eval_records.jsonl", training)
 
     monkeypatch.setattr("helpers.training.pipeline.run_pipeline", run_pipeline)
@@ -36,16 +64,23 @@ def fake_pipeline(monkeypatch):
 
 
 def test_train_command_runs_the_pipeline_with_the_chosen_settings(fake_pipeline, capsys, tmp_path):
-    assert main(["train", "--profile", "cpu", "--max-steps", "2", "--rewards", "layout",
-                 "--output-dir", str(tmp_path)]) == 0
+    assert (
+        main(["train", "--profile", "cpu", "--max-steps", "2", "--rewards", "layout", "--output-dir", str(tmp_path)])
+        == 0
+    )
     [call] = fake_pipeline
     assert call["profile"].name == "cpu" and call["profile"].max_steps == 2
     assert call["profile"].cold_start_examples == 40 and call["reward_set"] == "layout"
-    assert call["command"] == f"python -m helpers train --profile cpu --max-steps 2 --rewards layout --output-dir {tmp_path}"
+    assert (
+        call["command"]
+        == f"python -m helpers train --profile cpu --max-steps 2 --rewards layout --output-dir {tmp_path}"
+    )
     out = capsys.readouterr().out
     assert "GRPO: 2 steps, 12.5 s per step; whole run (every stage) 10.0 min" in out
-    assert "GRPO ran on 1 process; global batch 8 completions = 8 per process x 1 process x 1 accumulation step " \
-           "(1 prompt x 8 completions)" in out
+    assert (
+        "GRPO ran on 1 process; global batch 8 completions = 8 per process x 1 process x 1 accumulation step "
+        "(1 prompt x 8 completions)" in out
+    )
     assert "valid format: real reasoning + number" in out and str(tmp_path / "summary.json") in out
 
 
@@ -59,19 +94,34 @@ def test_quick_flag_and_environment_shorten_every_stage(fake_pipeline, monkeypat
 
 
 def test_cold_start_size_and_reuse_reach_the_pipeline(fake_pipeline, tmp_path):
-    main(["train", "--profile", "cpu", "--cold-start-examples", "96", "--cold-start", str(tmp_path),
-          "--output-dir", str(tmp_path)])
+    main(
+        [
+            "train",
+            "--profile",
+            "cpu",
+            "--cold-start-examples",
+            "96",
+            "--cold-start",
+            str(tmp_path),
+            "--output-dir",
+            str(tmp_path),
+        ]
+    )
     main(["train", "--profile", "cpu", "--cold-start-examples", "0", "--output-dir", str(tmp_path)])
     assert [c["profile"].cold_start_examples for c in fake_pipeline] == [96, 0]
     assert [c["cold_start"] for c in fake_pipeline] == [tmp_path, None]
 
 
-def test_vllm_server_reaches_the_profile_and_a_skipped_evaluation_is_said(fake_pipeline, monkeypatch, capsys,
-                                                                          tmp_path):
+def test_vllm_server_reaches_the_profile_and_a_skipped_evaluation_is_said(fake_pipeline, monkeypatch, capsys, tmp_path):
     main(["train", "--profile", "cuda", "--vllm-server", "http://localhost:8000", "--output-dir", str(tmp_path)])
     assert fake_pipeline[0]["profile"].vllm_server_url == "http://localhost:8000"
-    skipped = {**SUMMARY, "stages": {}, "mcnemar_start_vs_grpo": {}, "evaluation": {"skipped": "ZeRO-3 shards"},
-               "distributed": {**SUMMARY["distributed"], "processes": 4, "global_batch": 32}}
+    skipped = {
+        **SUMMARY,
+        "stages": {},
+        "mcnemar_start_vs_grpo": {},
+        "evaluation": {"skipped": "ZeRO-3 shards"},
+        "distributed": {**SUMMARY["distributed"], "processes": 4, "global_batch": 32},
+    }
     monkeypatch.setitem(globals(), "SUMMARY", skipped)  # what the fake pipeline returns
     capsys.readouterr()
     main(["train", "--profile", "cuda", "--output-dir", str(tmp_path)])
@@ -80,16 +130,19 @@ def test_vllm_server_reaches_the_profile_and_a_skipped_evaluation_is_said(fake_p
     assert "GRPO ran on 4 processes; global batch 32 completions = 8 per process x 4 processes" in out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["train", "--max-steps", "0"], "must be at least 1, got 0"),
-    (["train", "--max-steps", "-1"], "must be at least 1, got -1"),  # TRL would train whole epochs
-    (["train", "--max-steps", "two"], "'two' is not an integer"),
-    (["train", "--profile", "a100"], "invalid choice: 'a100'"),
-    (["train", "--cold-start", "/no/such/folder"], "no folder at /no/such/folder"),
-    (["train", "--cold-start-examples", "-5"], "must be at least 0, got -5"),
-    (["evaluate", "--adapter", "/no/such/adapter"], "no folder at /no/such/adapter"),
-    (["evaluate", "--adapter", ".", "--n", "0"], "must be at least 1"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["train", "--max-steps", "0"], "must be at least 1, got 0"),
+        (["train", "--max-steps", "-1"], "must be at least 1, got -1"),  # TRL would train whole epochs
+        (["train", "--max-steps", "two"], "'two' is not an integer"),
+        (["train", "--profile", "a100"], "invalid choice: 'a100'"),
+        (["train", "--cold-start", "/no/such/folder"], "no folder at /no/such/folder"),
+        (["train", "--cold-start-examples", "-5"], "must be at least 0, got -5"),
+        (["evaluate", "--adapter", "/no/such/adapter"], "no folder at /no/such/adapter"),
+        (["evaluate", "--adapter", ".", "--n", "0"], "must be at least 1"),
+    ],
+)
 def test_bad_arguments_exit_2_with_one_line(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(argv)

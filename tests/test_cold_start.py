@@ -4,17 +4,18 @@ import json
 
 import pytest
 
-from helpers.training.cold_start import COLD_START_DIR, build_sft_dataset, format_solution, train_cold_start
-from helpers.data.gsm8k import extract_hash_answer
-from helpers.training.profiles import PROFILES, shortened
+from helpers.course_format import extract_hash_answer, format_solution
 from helpers.rewards import REWARD_FUNCS, completion_texts
+from helpers.training.cold_start import COLD_START_DIR, build_sft_dataset, train_cold_start
+from helpers.training.profiles import PROFILES, shortened
 
 SOLUTION = "She has 3 + 4 = <<3+4=7>>7 cats.\nSo 7 * 2 = <<7*2=14>>14 paws... of kittens.\n#### 14"
 
 
 def test_format_solution_drops_calculator_notes_and_keeps_the_label():
-    assert format_solution(SOLUTION) == ("<reasoning>\nShe has 3 + 4 = 7 cats.\nSo 7 * 2 = 14 paws... of kittens."
-                                         "\n</reasoning>\n<answer>\n14\n</answer>")
+    assert format_solution(SOLUTION) == (
+        "<reasoning>\nShe has 3 + 4 = 7 cats.\nSo 7 * 2 = 14 paws... of kittens.\n</reasoning>\n<answer>\n14\n</answer>"
+    )
     with pytest.raises(ValueError, match="####"):
         format_solution("no label")
     with pytest.raises(ValueError, match="no worked steps"):
@@ -76,8 +77,9 @@ def test_labels_cover_only_the_assistant_turn(gsm8k_dir, smollm2_dir):
     tokenizer = AutoTokenizer.from_pretrained(smollm2_dir)
     ds = build_sft_dataset(2)
     args = SFTConfig(output_dir="/tmp/unused", completion_only_loss=True, report_to="none", use_cpu=True)
-    processed = SFTTrainer._prepare_dataset(None, ds, tokenizer, args, packing=False, formatting_func=None,
-                                            dataset_name="train")
+    processed = SFTTrainer._prepare_dataset(
+        None, ds, tokenizer, args, packing=False, formatting_func=None, dataset_name="train"
+    )
     row = processed[0]
     batch = DataCollatorForLanguageModeling(pad_token_id=tokenizer.pad_token_id)([row])
     labels = [t for t in batch["labels"][0].tolist() if t != -100]
@@ -86,7 +88,7 @@ def test_labels_cover_only_the_assistant_turn(gsm8k_dir, smollm2_dir):
     prompt_ids = tokenizer.apply_chat_template(ds[0]["prompt"])  # system + user turns, no BOS added
     assert batch["input_ids"][0][: len(prompt_ids)].tolist() == prompt_ids
     assert batch["labels"][0][: len(prompt_ids)].eq(-100).all()
-    assert (batch["labels"][0][len(prompt_ids):] != -100).all()
+    assert (batch["labels"][0][len(prompt_ids) :] != -100).all()
 
 
 def test_sft_dataset_mixes_in_course_written_problems_that_earn_the_full_reward(gsm8k_dir):
@@ -98,8 +100,12 @@ def test_sft_dataset_mixes_in_course_written_problems_that_earn_the_full_reward(
     written = [q for q in ds["question"] if q not in gsm8k["question"]]
     expected = [p.question for ops, k in ((1, 3), (2, 3)) for p in make_problems(k, ops=ops, split="train", seed=1000)]
     assert sorted(written) == sorted(expected)  # half one-operation, half two-operation, train split
-    totals = [sum(v) for v in zip(*(f(prompts=ds["prompt"], completions=ds["completion"], answer=ds["answer"])
-                                    for f in REWARD_FUNCS))]
+    totals = [
+        sum(v)
+        for v in zip(
+            *(f(prompts=ds["prompt"], completions=ds["completion"], answer=ds["answer"]) for f in REWARD_FUNCS)
+        )
+    ]
     assert all(t == 4.0 for q, t in zip(ds["question"], totals) if q in written)
     assert build_sft_dataset(4, problems=6)["question"] == ds["question"]  # a fixed order
 
@@ -112,8 +118,13 @@ def test_sft_dataset_splits_its_problems_by_the_two_operation_share(gsm8k_dir):
     one_op = {p.question for p in make_problems(4, ops=1, split="train", seed=1000)}
     written = set(ds["question"][:]) - set(build_sft_dataset(2)["question"])
     assert written == two_op | one_op and len(ds) == 14  # 4 one-operation + 8 two-operation
-    assert len(set(build_sft_dataset(2, problems=120, two_op_share=2 / 3)["question"]) & {
-        p.question for p in make_problems(80, ops=2, split="train", seed=1000)}) == 80
+    assert (
+        len(
+            set(build_sft_dataset(2, problems=120, two_op_share=2 / 3)["question"])
+            & {p.question for p in make_problems(80, ops=2, split="train", seed=1000)}
+        )
+        == 80
+    )
     for bad in (-0.1, 1.5):
         with pytest.raises(ValueError, match="two_op_share"):
             build_sft_dataset(2, problems=4, two_op_share=bad)

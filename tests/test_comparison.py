@@ -4,12 +4,18 @@ import math
 import numpy as np
 import pytest
 
-from helpers.evaluation.before_after import Comparison, compare, decoding, evaluate_before_after, markdown_table, load_results, run_name, save_results
 from helpers.evaluation.adapters import check_adapter_dir, load_merged, load_with_adapter, save_merged
-from helpers.evaluation.stats import mcnemar, mcnemar_chi2, mcnemar_exact_p
-from helpers.evaluation.scoring import reasoning_complete, reasoning_steps
-from helpers.evaluation.scoring import EvalResult, score
-from helpers.evaluation.stats import wilson_interval
+from helpers.evaluation.before_after import (
+    compare,
+    decoding,
+    evaluate_before_after,
+    load_results,
+    markdown_table,
+    run_name,
+    save_results,
+)
+from helpers.evaluation.scoring import EvalResult, reasoning_complete, reasoning_steps, score
+from helpers.evaluation.stats import mcnemar, mcnemar_chi2, mcnemar_exact_p, wilson_interval
 from helpers.training.profiles import PROFILES
 
 CPU = PROFILES["cpu"]
@@ -84,17 +90,20 @@ def test_wilson_interval_against_hand_computation():
 
 
 # --------------------------------------------------------------------- reasoning completeness
-@pytest.mark.parametrize("text, steps", [
-    ("<reasoning>\n16 - 3 - 4 = 9.\n9 * 2 = 18.\n</reasoning>\n<answer>\n18\n</answer>", 2),
-    ("<reasoning>She has 9 eggs. At $2.50 each, 9 * 2.5 = 22.5!</reasoning>", 2),  # decimals don't split
-    ("<reasoning>\n\n18\n\n</reasoning><answer>18</answer>", 1),
-    ("<reasoning>\n  \n...\n</reasoning>", 0),  # blank lines and bare punctuation are not steps
-    ("<reasoning>\nFirst 3 + 4 = 7.\nThen 7 * 2 = 14.", 0),  # cut off before </reasoning>
-    ("<reasoning>a. b.</reasoning><reasoning>c. d.</reasoning>", 0),  # two blocks
-    ("</reasoning> 1. 2. 3. <reasoning>", 0),  # tags in the wrong order
-    ("The answer is 18. Because 9 * 2 = 18.", 0),  # no block at all
-    (None, 0),
-])
+@pytest.mark.parametrize(
+    "text, steps",
+    [
+        ("<reasoning>\n16 - 3 - 4 = 9.\n9 * 2 = 18.\n</reasoning>\n<answer>\n18\n</answer>", 2),
+        ("<reasoning>She has 9 eggs. At $2.50 each, 9 * 2.5 = 22.5!</reasoning>", 2),  # decimals don't split
+        ("<reasoning>\n\n18\n\n</reasoning><answer>18</answer>", 1),
+        ("<reasoning>\n  \n...\n</reasoning>", 0),  # blank lines and bare punctuation are not steps
+        ("<reasoning>\nFirst 3 + 4 = 7.\nThen 7 * 2 = 14.", 0),  # cut off before </reasoning>
+        ("<reasoning>a. b.</reasoning><reasoning>c. d.</reasoning>", 0),  # two blocks
+        ("</reasoning> 1. 2. 3. <reasoning>", 0),  # tags in the wrong order
+        ("The answer is 18. Because 9 * 2 = 18.", 0),  # no block at all
+        (None, 0),
+    ],
+)
 def test_reasoning_steps(text, steps):
     assert reasoning_steps(text) == steps
     assert reasoning_complete(text) == (steps >= 2)
@@ -116,8 +125,10 @@ def _results() -> tuple[EvalResult, EvalResult]:
     golds = ["18", "5", "7", "1,000"]
     base = ["<answer>18</answer>", "the answer is 5", "<answer>6</answer>", "<answer>1000</answer>"]
     lora = [GOOD, GOOD.replace("18", "5"), "<answer>6</answer>", "<answer>999</answer>"]
-    return (EvalResult(score(questions, golds, base, tokens=[5, 6, 5, 6], seconds=[1.0] * 4)),
-            EvalResult(score(questions, golds, lora, tokens=[30, 31, 5, 6], seconds=[2.0] * 4)))
+    return (
+        EvalResult(score(questions, golds, base, tokens=[5, 6, 5, 6], seconds=[1.0] * 4)),
+        EvalResult(score(questions, golds, lora, tokens=[30, 31, 5, 6], seconds=[2.0] * 4)),
+    )
 
 
 def test_compare_pairs_questions_and_finds_flips():
@@ -131,7 +142,7 @@ def test_compare_pairs_questions_and_finds_flips():
     assert c.summaries["lora"]["format_rate_strict"] == 0.5
     flips = c.flips(c.wrong_to_right)
     assert list(flips["LoRA answer"]) == ["5"] and list(flips["gold"]) == ["5"]
-    assert c.flips([1])["base answer"].tolist() == [None]   # nothing extracted: None, not NaN
+    assert c.flips([1])["base answer"].tolist() == [None]  # nothing extracted: None, not NaN
 
 
 def test_show_flips_prints_the_count_and_at_most_limit_questions(capsys):
@@ -189,8 +200,11 @@ def test_save_results_writes_summary_and_records(tmp_path):
 
 
 def test_decoding_uses_the_training_sampling_and_run_names(tmp_path):
-    assert decoding(CPU) == {"max_new_tokens": CPU.max_completion_length, "temperature": CPU.temperature,
-                             "top_p": CPU.top_p}
+    assert decoding(CPU) == {
+        "max_new_tokens": CPU.max_completion_length,
+        "temperature": CPU.temperature,
+        "top_p": CPU.top_p,
+    }
     assert decoding(PROFILES["t4"], greedy=True)["temperature"] == 0.0
     assert decoding(PROFILES["t4"])["max_new_tokens"] == 200
     assert run_name(tmp_path / "grpo-cpu" / "lora_adapter") == "grpo-cpu"
@@ -268,7 +282,7 @@ def test_base_run_has_the_adapter_off_and_lora_run_on(tiny_model_dir, tiny_adapt
 def test_merged_model_gives_the_same_greedy_output_as_base_plus_lora(tiny_model_dir, tiny_adapter, tmp_path):
     import torch
 
-    from helpers.data.gsm8k import make_prompt
+    from helpers.course_format import make_prompt
     from helpers.training.generation import chat_texts, generate
 
     model, tokenizer = load_with_adapter(CPU, tiny_adapter, tiny_model_dir)
@@ -310,8 +324,27 @@ def test_plain_model_without_adapter_is_refused(tiny_model_dir, tmp_path):
 def test_cli_evaluate_writes_results_and_prints_the_table(tiny_model_dir, tiny_adapter, tmp_path, capsys, gsm8k_dir):
     from helpers.cli import main
 
-    assert main(["evaluate", "--adapter", str(tiny_adapter), "--n", "2", "--profile", "cpu", "--greedy",
-                 "--model-path", str(tiny_model_dir), "--results-dir", str(tmp_path), "--run", "tiny"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--adapter",
+                str(tiny_adapter),
+                "--n",
+                "2",
+                "--profile",
+                "cpu",
+                "--greedy",
+                "--model-path",
+                str(tiny_model_dir),
+                "--results-dir",
+                str(tmp_path),
+                "--run",
+                "tiny",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "accuracy [Wilson 95 % CI]" in out and "paired McNemar, exact" in out
     run = tmp_path / "tiny"
@@ -324,8 +357,9 @@ def test_cli_evaluate_writes_results_and_prints_the_table(tiny_model_dir, tiny_a
 
 # ---- Failure kind of issue 11: counts of any integer type ---------------------------------
 
+
 @pytest.mark.parametrize("to_int", [np.int64, np.int32, np.uint16, int])
-def test_kind_numpy_integer_counts(to_int):
+def test_mcnemar_accepts_numpy_integer_counts(to_int):
     assert mcnemar_exact_p(to_int(1), to_int(6)) == pytest.approx(0.125)
     assert mcnemar_chi2(to_int(1), to_int(6)) == pytest.approx(mcnemar_chi2(1, 6))
     # 2**n with a numpy n would wrap around at n = 64; the counts are converted to Python ints.

@@ -27,10 +27,13 @@ def test_curriculum_rows_come_easy_to_hard_then_gsm8k(gsm8k_dir):
     one_op = ds["question"][:4] + ds["question"][12::2]
     assert len(set(one_op)) == 6  # the last phase takes new one-operation problems, not the first phase's
     assert all(p[-1]["content"] == q for p, q in zip(ds["prompt"], ds["question"]))
-    assert ("1 batches of 1 op up to 20, then 2 batches of 2 ops up to 50, then 1 batches of 1 op up to 20 + "
-            "GSM8K train") in ds.info.description
-    assert ds["question"] == curriculum_dataset(schedule, batches=4, prompts_per_batch=4, seed=5,
-                                                gsm8k_skip=10)["question"]  # deterministic
+    assert (
+        "1 batches of 1 op up to 20, then 2 batches of 2 ops up to 50, then 1 batches of 1 op up to 20 + GSM8K train"
+    ) in ds.info.description
+    assert (
+        ds["question"]
+        == curriculum_dataset(schedule, batches=4, prompts_per_batch=4, seed=5, gsm8k_skip=10)["question"]
+    )  # deterministic
 
 
 def test_the_trainer_reads_a_curriculum_in_order(tmp_path):

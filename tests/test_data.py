@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from helpers.data.gsm8k import SYSTEM_PROMPT, extract_hash_answer, load_gsm8k, sample_rows
+from helpers.course_format import SYSTEM_PROMPT, extract_hash_answer
+from helpers.data.gsm8k import load_gsm8k, sample_rows
 
 
 @pytest.mark.parametrize("split,rows", [("train", 7473), ("test", 1319)])
@@ -13,8 +14,10 @@ def test_loads_real_gsm8k_with_labels_after_hashes(gsm8k_dir, split, rows):
     raw = [json.loads(line) for line in open(gsm8k_dir / f"{split}.jsonl")]
     for record, row in zip(raw, ds):
         assert row["answer"] == record["answer"].split("####")[1].strip()
-        assert row["prompt"] == [{"role": "system", "content": SYSTEM_PROMPT},
-                                 {"role": "user", "content": record["question"]}]
+        assert row["prompt"] == [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": record["question"]},
+        ]
 
 
 def test_embedded_sample_is_used_offline_without_gsm8k_dir(monkeypatch):

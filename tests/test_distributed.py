@@ -10,7 +10,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from helpers.training.distributed import SetupError, check_launch, describe_batch, global_batch, is_main_process, process_count
+from helpers.training.distributed import (
+    SetupError,
+    check_launch,
+    describe_batch,
+    global_batch,
+    is_main_process,
+    process_count,
+)
 from helpers.training.hardware import GPU
 from helpers.training.profiles import PROFILES, shortened
 
@@ -33,8 +40,10 @@ def test_global_batch_is_per_device_times_processes_times_accumulation():
     quick = shortened(PROFILES["cpu"])  # 4 completions per process, groups of 4
     assert [global_batch(quick, n) for n in (1, 2, 8)] == [4, 8, 32]
     assert global_batch(PROFILES["cuda"].replace(gradient_accumulation_steps=4), 2) == 64
-    assert describe_batch(2, 4, 1, 4) == ("2 processes; global batch 8 completions = 4 per process x 2 processes "
-                                          "x 1 accumulation step (2 prompts x 4 completions)")
+    assert describe_batch(2, 4, 1, 4) == (
+        "2 processes; global batch 8 completions = 4 per process x 2 processes "
+        "x 1 accumulation step (2 prompts x 4 completions)"
+    )
 
 
 def test_partial_groups_are_one_line_naming_the_numbers():
@@ -43,8 +52,13 @@ def test_partial_groups_are_one_line_naming_the_numbers():
         global_batch(odd, 3)
     message = str(error.value)
     assert "\n" not in message
-    for part in ("per_device_train_batch_size 6", "3 processes", "gradient_accumulation_steps 1", "= 18",
-                 "num_generations 8"):
+    for part in (
+        "per_device_train_batch_size 6",
+        "3 processes",
+        "gradient_accumulation_steps 1",
+        "= 18",
+        "num_generations 8",
+    ):
         assert part in message
     assert global_batch(odd, 4) == 24  # 3 whole groups of 8
 
@@ -93,10 +107,21 @@ def test_cli_reports_a_setup_error_in_one_line_from_the_main_process_only(monkey
 
 
 def test_a_replica_prints_nothing_and_the_main_process_does():
-    code = ("import warnings; from helpers.training.distributed import quiet_if_replica; replica = quiet_if_replica(); "
-            "print('printed'); warnings.warn('warned'); import sys; sys.stderr.write(f'replica={replica}')")
-    runs = {rank: subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                                 env={**os.environ, "RANK": rank}, timeout=60) for rank in ("0", "1")}
+    code = (
+        "import warnings; from helpers.training.distributed import quiet_if_replica; replica = quiet_if_replica(); "
+        "print('printed'); warnings.warn('warned'); import sys; sys.stderr.write(f'replica={replica}')"
+    )
+    runs = {
+        rank: subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "RANK": rank},
+            timeout=60,
+        )
+        for rank in ("0", "1")
+    }
     assert runs["0"].stdout == "printed\n" and "warned" in runs["0"].stderr and "replica=False" in runs["0"].stderr
     assert runs["1"].stdout == "" and "warned" not in runs["1"].stderr and "replica=True" in runs["1"].stderr
 
@@ -117,12 +142,24 @@ def test_summary_without_evaluation_says_why_and_keeps_the_batch():
     from helpers.evaluation.reports import pipeline_summary
 
     training = SimpleNamespace(processes=4, global_batch=32, heldout=[])
-    summary = pipeline_summary(PROFILES["cuda"], {}, {"grpo_s": 10.0}, reward_set="checked", dataset=None,
-                            training=training, skipped="DeepSpeed ZeRO-3 shards the weights")
+    summary = pipeline_summary(
+        PROFILES["cuda"],
+        {},
+        {"grpo_s": 10.0},
+        reward_set="checked",
+        dataset=None,
+        training=training,
+        skipped="DeepSpeed ZeRO-3 shards the weights",
+    )
     assert summary["evaluation"] == {"skipped": "DeepSpeed ZeRO-3 shards the weights"}
     assert summary["stages"] == {} and summary["mcnemar_start_vs_grpo"] == {}
-    assert summary["distributed"] == {"processes": 4, "per_device_train_batch_size": 8,
-                                      "gradient_accumulation_steps": 1, "num_generations": 8, "global_batch": 32}
+    assert summary["distributed"] == {
+        "processes": 4,
+        "per_device_train_batch_size": 8,
+        "gradient_accumulation_steps": 1,
+        "num_generations": 8,
+        "global_batch": 32,
+    }
 
 
 # ------------------------------------------------------------------- configs/, as accelerate reads them
@@ -159,8 +196,9 @@ def test_multi_node_config_changes_only_machine_rank_and_main_ip():
 
 @pytest.mark.parametrize("gpu", [A100, T4, None], ids=["bf16", "fp16", "fp32"])
 @pytest.mark.parametrize("config, stage", [("deepspeed_zero2.yaml", 2), ("deepspeed_zero3.yaml", 3)])
-def test_deepspeed_configs_take_batch_clipping_and_precision_from_the_grpo_config(config, stage, gpu,
-                                                                                 monkeypatch, tmp_path):
+def test_deepspeed_configs_take_batch_clipping_and_precision_from_the_grpo_config(
+    config, stage, gpu, monkeypatch, tmp_path
+):
     """The environment `accelerate launch` derives from the YAML builds accelerate's DeepSpeedPlugin
     (what every process gets), and the profile's GRPOConfig fills its "auto" values with no mismatch.
     GRPOConfig itself is built outside that environment: under it, transformers wants the deepspeed
@@ -185,16 +223,28 @@ def test_deepspeed_configs_take_batch_clipping_and_precision_from_the_grpo_confi
     # TrainingArguments exports its own precision over the config's 'no' before it builds the plugin
     plugin.set_mixed_precision("fp16" if grpo.fp16 else "bf16" if grpo.bf16 else env["ACCELERATE_MIXED_PRECISION"])
     batch = global_batch(profile, 4)
-    plugin.deepspeed_config_process(must_match=True, **{  # raises on any mismatch, as the Trainer would
-        "train_micro_batch_size_per_gpu": grpo.per_device_train_batch_size,
-        "gradient_accumulation_steps": grpo.gradient_accumulation_steps, "train_batch_size": batch,
-        "gradient_clipping": grpo.max_grad_norm, "fp16.enabled": grpo.fp16, "bf16.enabled": grpo.bf16,
-        "zero_optimization.stage": stage})
+    plugin.deepspeed_config_process(
+        must_match=True,
+        **{  # raises on any mismatch, as the Trainer would
+            "train_micro_batch_size_per_gpu": grpo.per_device_train_batch_size,
+            "gradient_accumulation_steps": grpo.gradient_accumulation_steps,
+            "train_batch_size": batch,
+            "gradient_clipping": grpo.max_grad_norm,
+            "fp16.enabled": grpo.fp16,
+            "bf16.enabled": grpo.bf16,
+            "zero_optimization.stage": stage,
+        },
+    )
     ds = plugin.deepspeed_config
-    assert (ds["train_micro_batch_size_per_gpu"], ds["gradient_accumulation_steps"]) == \
-        (profile.per_device_train_batch_size, profile.gradient_accumulation_steps)
-    assert (ds["gradient_clipping"], ds["fp16"]["enabled"], ds["bf16"]["enabled"]) == \
-        (profile.max_grad_norm, grpo.fp16, grpo.bf16)
+    assert (ds["train_micro_batch_size_per_gpu"], ds["gradient_accumulation_steps"]) == (
+        profile.per_device_train_batch_size,
+        profile.gradient_accumulation_steps,
+    )
+    assert (ds["gradient_clipping"], ds["fp16"]["enabled"], ds["bf16"]["enabled"]) == (
+        profile.max_grad_norm,
+        grpo.fp16,
+        grpo.bf16,
+    )
     assert ds["train_batch_size"] % profile.num_generations == 0
     assert plugin.zero3_save_16bit_model == (stage == 3)  # ZeRO-3: the adapter is gathered to be saved
 

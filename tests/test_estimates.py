@@ -1,4 +1,4 @@
-"""T4 times are estimates with a stated source (issue 18, 8): the arithmetic, and that the README and
+"""T4 times are estimates with a stated source (issue 18, 8): the arithmetic, and that docs/t4.md and
 notebooks 05/06 quote what helpers.colab.estimates computes, labelled as estimates."""
 
 import json
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.colab.estimates import (SOURCE, generation_upper_bound_s, hms, seconds_per_step, t4_estimates)
+from helpers.colab.estimates import SOURCE, generation_upper_bound_s, hms, seconds_per_step, t4_estimates
 from helpers.training.profiles import PROFILES
 
 REPO = Path(__file__).resolve().parent.parent
@@ -14,7 +14,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 def markdown(notebook: str) -> str:
     [path] = (REPO / "notebooks").glob(f"{notebook}_*.ipynb")
-    return "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "markdown")
+    return "\n".join(
+        "".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "markdown"
+    )
 
 
 def test_unsloths_run_gives_24_1_seconds_a_step():
@@ -26,12 +28,16 @@ def test_unsloths_run_gives_24_1_seconds_a_step():
         generation_upper_bound_s(-1)
 
 
-@pytest.mark.parametrize("where, stages", [("README", ("install and vLLM start-up", "notebook 05, GRPO training",
-                                                       "notebook 06, section 5")),
-                                           ("05", ("install and vLLM start-up", "notebook 05, GRPO training")),
-                                           ("06", ("install and vLLM start-up", "notebook 06, section 5"))])
+@pytest.mark.parametrize(
+    "where, stages",
+    [
+        ("docs/t4.md", ("install and vLLM start-up", "notebook 05, GRPO training", "notebook 06, section 5")),
+        ("05", ("install and vLLM start-up", "notebook 05, GRPO training")),
+        ("06", ("install and vLLM start-up", "notebook 06, section 5")),
+    ],
+)
 def test_the_t4_times_quoted_are_the_labelled_estimates(where, stages):
-    text = " ".join(((REPO / "README.md").read_text() if where == "README" else markdown(where)).split())
+    text = " ".join(((REPO / where).read_text() if where.endswith(".md") else markdown(where)).split())
     estimates = t4_estimates(PROFILES["t4"].max_steps)
     for stage in stages:
         quoted = estimates[stage].split(" (")[0].removeprefix("about ").removeprefix("at most ").split(" for ")[0]

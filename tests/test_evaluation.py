@@ -3,8 +3,8 @@ import math
 
 import pytest
 
-from helpers.evaluation.scoring import RECORD_KEYS, EvalResult, evaluate, read_jsonl, score, summarize
 from helpers.evaluation.plots import plot_accuracy
+from helpers.evaluation.scoring import RECORD_KEYS, EvalResult, evaluate, read_jsonl, score, summarize
 from helpers.evaluation.stats import wilson_interval
 
 
@@ -15,12 +15,16 @@ def xml(answer: str) -> str:
 # Ten fixed completions for gold "18": 7 correct (5 in the strict XML format, 1 soft only,
 # 1 boxed without XML), 3 wrong (wrong number, two hedged answer blocks, no answer).
 FAKE = [
-    xml("18"), xml("18"), xml("$18.00"), xml("18 dollars"), xml("18"),
-    "  <reasoning>steps</reasoning> <answer>18</answer> trailing",   # soft format only, correct
-    "9 + 9 = 18, so \\boxed{18}",                                       # no XML, correct
-    xml("17"),                                                          # wrong
-    xml("7") + "<answer>\n18\n</answer>",                               # hedged: fails closed
-    "I am not sure.",                                                   # no answer
+    xml("18"),
+    xml("18"),
+    xml("$18.00"),
+    xml("18 dollars"),
+    xml("18"),
+    "  <reasoning>steps</reasoning> <answer>18</answer> trailing",  # soft format only, correct
+    "9 + 9 = 18, so \\boxed{18}",  # no XML, correct
+    xml("17"),  # wrong
+    xml("7") + "<answer>\n18\n</answer>",  # hedged: fails closed
+    "I am not sure.",  # no answer
 ]
 
 
@@ -122,8 +126,7 @@ def test_evaluate_uses_the_given_prompt_builder_and_extractor():
 
 def test_self_consistency_votes_over_samples():
     gen = FakeGenerator()  # seeds 0, 2 answer right, seed 1 answers 99
-    result = evaluate(None, WordTokenizer(), DATA, n=2, samples=3, temperature=0.7,
-                      generate_fn=gen)
+    result = evaluate(None, WordTokenizer(), DATA, n=2, samples=3, temperature=0.7, generate_fn=gen)
     assert [c[1] for c in gen.calls] == [0, 1, 2]
     record = result.records[1]
     assert record["votes"] == ["1", "99", "1"] and record["extracted"] == "1" and record["correct"]
@@ -135,10 +138,16 @@ def test_self_consistency_votes_over_samples():
     assert wrong.summary["accuracy"] == 0.0
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(n=0), "n must be"), (dict(n=6), "n must be"), (dict(batch_size=0), ">= 1"),
-    (dict(samples=3), "temperature"), (dict(max_new_tokens=0), ">= 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(n=0), "n must be"),
+        (dict(n=6), "n must be"),
+        (dict(batch_size=0), ">= 1"),
+        (dict(samples=3), "temperature"),
+        (dict(max_new_tokens=0), ">= 1"),
+    ],
+)
 def test_evaluate_rejects_bad_settings(kwargs, match):
     with pytest.raises(ValueError, match=match):
         evaluate(None, None, DATA, generate_fn=FakeGenerator(), **kwargs)
@@ -162,11 +171,11 @@ def test_evaluate_with_a_tiny_model_is_deterministic(tiny_model_dir, gsm8k_dir):
     from helpers.training.models import load_model
     from helpers.training.profiles import get_profile
 
-    model, tokenizer = load_model(get_profile("cpu", verbose=False), model_path=tiny_model_dir,
-                                  lora=False)
+    model, tokenizer = load_model(get_profile("cpu", verbose=False), model_path=tiny_model_dir, lora=False)
     test = load_gsm8k("test", n=3)
-    runs = [evaluate(model, tokenizer, test, max_new_tokens=4, temperature=1.0, seed=s,
-                     batch_size=2) for s in (0, 0, 1)]
+    runs = [
+        evaluate(model, tokenizer, test, max_new_tokens=4, temperature=1.0, seed=s, batch_size=2) for s in (0, 0, 1)
+    ]
     completions = [[r["completion"] for r in run.records] for run in runs]
     assert completions[0] == completions[1] != completions[2]
     first = runs[0]
@@ -179,8 +188,7 @@ def test_plot_accuracy_draws_one_bar_per_run_with_interval():
     import matplotlib
 
     matplotlib.use("Agg")
-    summaries = {"a": summarize(score(["q"] * 10, ["18"] * 10, FAKE)),
-                 "b": summarize(score(["q"], ["1"], [xml("1")]))}
+    summaries = {"a": summarize(score(["q"] * 10, ["18"] * 10, FAKE)), "b": summarize(score(["q"], ["1"], [xml("1")]))}
     fig = plot_accuracy(summaries, show=False)
     ax = fig.axes[0]
     assert [round(p.get_height()) for p in ax.patches] == [70, 100]
@@ -202,10 +210,25 @@ def test_records_tell_the_valid_format_from_a_template_copy():
     }
     records = dict(zip(texts, score([question] * 5, ["18"] * 5, list(texts.values()))))
     assert {k: r["format_strict"] for k, r in records.items()} == {
-        "real": True, "template copy": True, "copied question": True, "word answer": True, "no format": False}
+        "real": True,
+        "template copy": True,
+        "copied question": True,
+        "word answer": True,
+        "no format": False,
+    }
     assert {k: r["format_valid"] for k, r in records.items()} == {
-        "real": True, "template copy": False, "copied question": False, "word answer": False, "no format": False}
+        "real": True,
+        "template copy": False,
+        "copied question": False,
+        "word answer": False,
+        "no format": False,
+    }
     assert {k: r["placeholder"] for k, r in records.items()} == {
-        "real": False, "template copy": True, "copied question": True, "word answer": False, "no format": False}
+        "real": False,
+        "template copy": True,
+        "copied question": True,
+        "word answer": False,
+        "no format": False,
+    }
     s = summarize(list(records.values()))
     assert (s["format_rate_strict"], s["format_rate_valid"], s["placeholder_rate"]) == (0.8, 0.2, 0.4)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SCRIPT = REPO / "benchmarks" / "gpu_check.py"
+SCRIPT = REPO / "tools" / "gpu_check.py"
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +41,12 @@ def test_pinned_stack_is_the_requirements_pins(gpu_check):
 
 
 def test_preflight_names_what_is_missing_or_wrong(gpu_check):
-    have = {d: pin for d, pin, _ in gpu_check.PACKAGES} | {"trl": None, "transformers": "5.17.0",
-                                                           "huggingface-hub": "1.3.0", "fsspec": "2026.1.0"}
+    have = {d: pin for d, pin, _ in gpu_check.PACKAGES} | {
+        "trl": None,
+        "transformers": "5.17.0",
+        "huggingface-hub": "1.3.0",
+        "fsspec": "2026.1.0",
+    }
     missing = gpu_check.missing_packages(lookup=have.get)
     assert [m[0] for m in missing] == ["trl", "transformers", "huggingface-hub", "fsspec"]
     message = gpu_check.missing_message(missing, python="3.12")
@@ -93,13 +97,26 @@ def test_gpu_check_runs_on_cpu(tmp_path):
     """The check end to end with no GPU visible: every stage timed, the adapter saved and reloaded,
     8 questions scored, the merged-and-reloaded model equal to the adapter model and not to the base."""
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--out", str(tmp_path)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["failed_stage"] is None and summary["skipped_stages"] == []
-    assert list(summary["stages"]) == ["build_model", "load", "generate", "grpo", "save_adapter", "evaluate",
-                                       "merge_reload"]
+    assert list(summary["stages"]) == [
+        "build_model",
+        "load",
+        "generate",
+        "grpo",
+        "save_adapter",
+        "evaluate",
+        "merge_reload",
+    ]
     assert all(s["seconds"] > 0 and s["peak_gpu_mib"] is None for s in summary["stages"].values())
     assert summary["peak_gpu_mib"] == "n/a on CPU" and summary["precision"] == "fp32"
     assert summary["versions"]["trl"] == "0.22.2" and summary["hardware"]["gpu"] is None
@@ -123,8 +140,11 @@ def test_gpu_check_16_bit_path_on_cpu(gpu_check, tmp_path, monkeypatch):
     import helpers.training.hardware as hardware
 
     real = hardware.precision
-    monkeypatch.setattr(hardware, "precision",
-                        lambda profile, gpu=None: "bf16" if profile.name.startswith("cuda") else real(profile, gpu))
+    monkeypatch.setattr(
+        hardware,
+        "precision",
+        lambda profile, gpu=None: "bf16" if profile.name.startswith("cuda") else real(profile, gpu),
+    )
     assert gpu_check.main(["--out", str(tmp_path)]) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["precision"] == "bf16" and summary["load"]["dtype"] == "torch.bfloat16"

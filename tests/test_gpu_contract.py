@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from pinned_wheels import source
 
 from helpers.training.hardware import GPU
 from helpers.training.profiles import PROFILES
-from pinned_wheels import source
 
 pytestmark = pytest.mark.slow
 FAKES = Path(__file__).resolve().parent / "fakes"
@@ -94,10 +94,18 @@ def _pinned():
         sys.path.remove(str(FAKES))
 
 
-@pytest.mark.parametrize("name", ["FastLanguageModel.from_pretrained", "FastLanguageModel.get_peft_model",
-                                  "model.save_pretrained_merged", "model.load_lora",
-                                  "unsloth_zoo.vllm_utils.delete_vllm", "vllm.SamplingParams",
-                                  "model.fast_generate"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "FastLanguageModel.from_pretrained",
+        "FastLanguageModel.get_peft_model",
+        "model.save_pretrained_merged",
+        "model.load_lora",
+        "unsloth_zoo.vllm_utils.delete_vllm",
+        "vllm.SamplingParams",
+        "model.fast_generate",
+    ],
+)
 def test_the_fakes_table_is_the_pinned_wheels_signature(name):
     """Issue 18, 10: the vLLM rows were an intersection of other commits' names (9 SamplingParams
     fields of 0.11.2 missing, best_of among them); every row now is the pinned wheel's own."""
@@ -112,7 +120,7 @@ def test_the_fakes_take_their_parameters_from_the_table_alone(fake):
     from vllm import SamplingParams
 
     for name, row in fake.PINNED.items():
-        assert fake.record(name, (None,) * row.positional, {}) == dict.fromkeys(row.params[:row.positional])
+        assert fake.record(name, (None,) * row.positional, {}) == dict.fromkeys(row.params[: row.positional])
         assert set(fake.record(name, (), dict.fromkeys(row.params))) == set(row.params)
         with pytest.raises(TypeError, match="positional"):
             fake.record(name, (None,) * (row.positional + 1), {})
@@ -125,9 +133,15 @@ def test_the_fakes_take_their_parameters_from_the_table_alone(fake):
     assert not re.findall(r"record\([^)]*, \(", fakes_source), "a fake passes its own parameter list"
 
 
-@pytest.mark.parametrize("capability, asked, dtype", [((7, 5), None, torch.float16), ((8, 9), None, torch.bfloat16),
-                                                      ((7, 5), torch.bfloat16, torch.float16),
-                                                      ((8, 9), torch.float16, torch.float16)])
+@pytest.mark.parametrize(
+    "capability, asked, dtype",
+    [
+        ((7, 5), None, torch.float16),
+        ((8, 9), None, torch.bfloat16),
+        ((7, 5), torch.bfloat16, torch.float16),
+        ((8, 9), torch.float16, torch.float16),
+    ],
+)
 def test_the_fake_picks_unsloths_dtype(fake, capability, asked, dtype):
     """Issue 18, 10: the fake picked bf16 for dtype=None where Unsloth picks fp16 below compute
     capability 8 (unsloth/models/llama.py, checked against the wheel here)."""
@@ -136,7 +150,7 @@ def test_the_fake_picks_unsloths_dtype(fake, capability, asked, dtype):
 
     text = source("unsloth", "unsloth/models/llama.py")
     assert "dtype = torch.float16 if not SUPPORTS_BFLOAT16 else torch.bfloat16" in text
-    assert 'Device does not support bfloat16. Will change to float16.' in text
+    assert "Device does not support bfloat16. Will change to float16." in text
     unsloth.CAPABILITY = capability
     model, _ = FastLanguageModel.from_pretrained(model_name="x", dtype=asked)
     assert model.dtype == dtype
@@ -147,8 +161,11 @@ def test_standby_shares_are_unsloth_zoos():
     from helpers.training.models import standby_gpu_memory_utilization
 
     text = source("unsloth_zoo", "unsloth_zoo/vllm_utils.py")
-    block = text[text.index("# Standby mode sleep/wake cycle"):text.index("standby_target_gpu_util *= 0.95")]
-    tiers = [(float(a), float(b)) for a, b in re.findall(r"ten_percent >= ([\d.]+): standby_target_gpu_util = ([\d.]+)", block)]
+    block = text[text.index("# Standby mode sleep/wake cycle") : text.index("standby_target_gpu_util *= 0.95")]
+    tiers = [
+        (float(a), float(b))
+        for a, b in re.findall(r"ten_percent >= ([\d.]+): standby_target_gpu_util = ([\d.]+)", block)
+    ]
     [last] = re.findall(r"else: standby_target_gpu_util = ([\d.]+)", block)
     assert tiers and all(standby_gpu_memory_utilization(10 * floor) == round(share * 0.95, 4) for floor, share in tiers)
     assert standby_gpu_memory_utilization(5.0) == round(float(last) * 0.95, 4)
@@ -220,20 +237,26 @@ def t4_model(fake, tmp_path):
 
 def test_generate_with_a_lora_makes_one_request_per_adapter(fake, t4_model, gsm8k_dir):
     """Bug (issue 10, 6): load_lora at every generate call gave each batch a new LoRA id."""
-    from helpers.evaluation.before_after import evaluate_before_after
     from helpers.data.gsm8k import load_gsm8k
+    from helpers.evaluation.before_after import evaluate_before_after
 
     model, tokenizer, adapter = t4_model
     test = load_gsm8k("test", n=6)
-    base, lora = evaluate_before_after(model, tokenizer, test, adapter, n=6, batch_size=2, max_new_tokens=8,
-                                       temperature=1.0, top_p=1.0)
+    base, lora = evaluate_before_after(
+        model, tokenizer, test, adapter, n=6, batch_size=2, max_new_tokens=8, temperature=1.0, top_p=1.0
+    )
     generations = fake.calls("model.fast_generate")
     assert len(generations) == 6 and len(fake.calls("model.load_lora")) == 1
     requests = [g["lora_request"] for g in generations]
     assert requests[:3] == [None] * 3 and len({id(r) for r in requests[3:]}) == 1
     assert all(r["completion"].startswith("<base>") for r in base.records)
     assert all(r["completion"].startswith("<lora 1>") for r in lora.records)
-    assert {k for call in fake.calls("vllm.SamplingParams") for k in call} == {"temperature", "top_p", "max_tokens", "seed"}
+    assert {k for call in fake.calls("vllm.SamplingParams") for k in call} == {
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "seed",
+    }
     model.save_pretrained(adapter)  # a new training run saved over it: a new request, once
     evaluate_before_after(model, tokenizer, test, adapter, n=6, batch_size=2, max_new_tokens=8)
     assert len(fake.calls("model.load_lora")) == 2
@@ -244,8 +267,15 @@ def test_notebook_05_generates_after_training_with_the_saved_adapter(fake, t4_mo
     from helpers.training.generation import generate
 
     model, tokenizer, adapter = t4_model
-    namespace = {"model": model, "tokenizer": tokenizer, "profile": PROFILES["t4"], "generate": generate,
-                 "question": load_gsm8k("test", n=1)[0], "before": "", "run": types.SimpleNamespace(adapter_dir=adapter)}
+    namespace = {
+        "model": model,
+        "tokenizer": tokenizer,
+        "profile": PROFILES["t4"],
+        "generate": generate,
+        "question": load_gsm8k("test", n=1)[0],
+        "before": "",
+        "run": types.SimpleNamespace(adapter_dir=adapter),
+    }
     exec(cell("05", "87d28784"), namespace)  # section 10: the same question with the LoRA
     [call] = fake.calls("model.load_lora")
     assert Path(call["save_directory"]) == adapter.resolve() and namespace["after"].startswith("<lora")
@@ -257,9 +287,9 @@ def test_merged_save_then_release_then_4bit_reload(fake, t4_model, monkeypatch, 
     is loaded, and that model is loaded in 4-bit; loading it next to a live engine is refused."""
     import transformers
 
-    from helpers.evaluation.before_after import decoding
-    from helpers.evaluation.adapters import load_merged
     from helpers.data.gsm8k import load_gsm8k
+    from helpers.evaluation.adapters import load_merged
+    from helpers.evaluation.before_after import decoding
     from helpers.training.models import live_vllm_models, uses_vllm
 
     model, tokenizer, adapter = t4_model
@@ -272,8 +302,15 @@ def test_merged_save_then_release_then_4bit_reload(fake, t4_model, monkeypatch, 
 
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", from_pretrained)
     monkeypatch.setattr(transformers, "BitsAndBytesConfig", lambda **kwargs: kwargs)
-    namespace = {"model": model, "tokenizer": tokenizer, "ADAPTER_DIR": adapter, "profile": PROFILES["t4"],
-                 "test_ds": load_gsm8k("test", n=1), "DECODING": decoding(PROFILES["t4"]), "uses_vllm": uses_vllm}
+    namespace = {
+        "model": model,
+        "tokenizer": tokenizer,
+        "ADAPTER_DIR": adapter,
+        "profile": PROFILES["t4"],
+        "test_ds": load_gsm8k("test", n=1),
+        "DECODING": decoding(PROFILES["t4"]),
+        "uses_vllm": uses_vllm,
+    }
     namespace["ROOT"] = adapter.parent.parent  # a local adapter: merged beside it
     exec(cell("06", "ce4db054"), namespace)  # generate with the LoRA, save the merged model
     [merge] = fake.calls("model.save_pretrained_merged")
@@ -290,7 +327,8 @@ def test_merged_save_then_release_then_4bit_reload(fake, t4_model, monkeypatch, 
 
 
 def test_release_drops_every_reference_to_the_engine_and_the_policy_is_freed_before_the_reload(
-        fake, tmp_path, monkeypatch, gsm8k_dir):
+    fake, tmp_path, monkeypatch, gsm8k_dir
+):
     """Issue 18, 1: release() cleared only `vllm_engine`, so fast_generate (the engine's bound
     generate), fast_generate_batches, load_lora and save_lora kept the engine alive; and it collected
     garbage before the notebook's `del model`, so the policy (a reference cycle through its
@@ -300,11 +338,9 @@ def test_release_drops_every_reference_to_the_engine_and_the_policy_is_freed_bef
 
     import transformers
 
-    from helpers.evaluation.adapters import save_merged
     from helpers.data.gsm8k import load_gsm8k
-    from helpers.training.models import ENGINE_ATTRIBUTES, load_model
-
-    from helpers.training.models import release, uses_vllm
+    from helpers.evaluation.adapters import save_merged
+    from helpers.training.models import ENGINE_ATTRIBUTES, load_model, release, uses_vllm
 
     model, tokenizer = load_model(PROFILES["t4"])
     holders = [m for m in [model, *model.modules()] if set(vars(m)) & set(ENGINE_ATTRIBUTES)]
@@ -330,11 +366,20 @@ def test_release_drops_every_reference_to_the_engine_and_the_policy_is_freed_bef
 
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", from_pretrained)
     monkeypatch.setattr(transformers, "BitsAndBytesConfig", lambda **kwargs: kwargs)
-    namespace = {"model": model, "tokenizer": tokenizer, "profile": PROFILES["t4"], "MERGED_DIR": merged_dir,
-                 "question": load_gsm8k("test", n=1)[0], "greedy": dict(max_new_tokens=4, temperature=0),
-                 "with_lora": ""}
-    exec("from helpers.evaluation.adapters import load_merged\nfrom helpers.grading import extract_answer\n"
-         "from helpers.training.generation import generate\nfrom helpers.training.models import uses_vllm", namespace)
+    namespace = {
+        "model": model,
+        "tokenizer": tokenizer,
+        "profile": PROFILES["t4"],
+        "MERGED_DIR": merged_dir,
+        "question": load_gsm8k("test", n=1)[0],
+        "greedy": dict(max_new_tokens=4, temperature=0),
+        "with_lora": "",
+    }
+    exec(
+        "from helpers.evaluation.adapters import load_merged\nfrom helpers.grading import extract_answer\n"
+        "from helpers.training.generation import generate\nfrom helpers.training.models import uses_vllm",
+        namespace,
+    )
     del model
     gc.disable()  # only the code under test collects
     try:
@@ -374,8 +419,12 @@ def test_notebook_06_reads_a_drive_adapter_and_merges_to_local_disk(fake, t4_mod
     exec(cell("06", "c05c0b32"), namespace)  # locate the adapter
     assert namespace["USE_DRIVE"] and mounted == [str(mount)]
     assert namespace["ADAPTER_DIR"] == run_on_drive / "lora_adapter"
-    namespace.update(model=model, tokenizer=tokenizer, uses_vllm=uses_vllm, test_ds=__import__(
-        "helpers.data.gsm8k", fromlist=["load_gsm8k"]).load_gsm8k("test", n=1))
+    namespace.update(
+        model=model,
+        tokenizer=tokenizer,
+        uses_vllm=uses_vllm,
+        test_ds=__import__("helpers.data.gsm8k", fromlist=["load_gsm8k"]).load_gsm8k("test", n=1),
+    )
     exec(cell("06", "ce4db054"), namespace)  # generate with the LoRA, save the merged model
     assert namespace["MERGED_DIR"] == root / "outputs" / "grpo-t4" / "merged"
     assert (root / "outputs" / "grpo-t4" / "merged" / "config.json").exists()
@@ -393,8 +442,11 @@ def test_the_vllm_engine_seed_is_load_vllms_default_whatever_the_profile_says(fa
     llama = source("unsloth", "unsloth/models/llama.py")
     fn = _function(llama, "FastLlamaModel.from_pretrained")
     assert "random_state" in {a.arg for a in fn.args.args}
-    [built] = [n.value for n in ast.walk(fn) if isinstance(n, ast.Assign)
-               and getattr(n.targets[0], "id", None) == "load_vllm_kwargs"]
+    [built] = [
+        n.value
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", None) == "load_vllm_kwargs"
+    ]
     assert "random_state" not in {k.arg for k in built.keywords}
     assert "allowed_arg in kwargs" in ast.get_source_segment(llama, fn)
     zoo = source("unsloth_zoo", "unsloth_zoo/vllm_utils.py")
@@ -417,8 +469,15 @@ def test_evaluation_hands_vllm_hundreds_of_prompts_per_call(fake, t4_model, gsm8
 
     model, tokenizer, adapter = t4_model
     test = load_gsm8k("test", n=300)
-    namespace = {"model": model, "tokenizer": tokenizer, "ADAPTER_DIR": adapter, "N": 300, "SEED": 0,
-                 "DECODING": dict(max_new_tokens=8, temperature=1.0, top_p=1.0), "load_gsm8k": lambda split: test}
+    namespace = {
+        "model": model,
+        "tokenizer": tokenizer,
+        "ADAPTER_DIR": adapter,
+        "N": 300,
+        "SEED": 0,
+        "DECODING": dict(max_new_tokens=8, temperature=1.0, top_p=1.0),
+        "load_gsm8k": lambda split: test,
+    }
     exec(cell("06", "73f964ca"), namespace)  # section 5: base vs base + LoRA
     sizes = [len(call["prompts"]) for call in fake.calls("model.fast_generate")]
     assert namespace["BATCH_SIZE"] == VLLM_BATCH == 256 and sizes == [256, 44, 256, 44]

@@ -21,22 +21,27 @@ CASES = json.loads((Path(__file__).parent / "data" / "external_grading_cases.jso
 
 # (gold, pred) -> why we differ from the suite on purpose. Every other case must agree.
 DELIBERATE = {
-    **{(g, p): "a sentence with two different numbers fails closed (Math-Verify reads the last)"
-       for g, p in [("1000.99", "the number is not 10 which is 1,000.99\u20ac"),
-                    ("1000.99", "so the number is 10 which is 1,000.99m\u00b2"),
-                    ("1000.99", "not it's not 10 it's 1,000.99m\u00b2")]},
+    **{
+        (g, p): "a sentence with two different numbers fails closed (Math-Verify reads the last)"
+        for g, p in [
+            ("1000.99", "the number is not 10 which is 1,000.99\u20ac"),
+            ("1000.99", "so the number is 10 which is 1,000.99m\u00b2"),
+            ("1000.99", "not it's not 10 it's 1,000.99m\u00b2"),
+        ]
+    },
     ("$9$", "Answer $ \n 9 \n $"): "Math-Verify does not read inline math over several lines; "
-                                   "TeX does, and so do we: the answer is 9",
+    "TeX does, and so do we: the answer is 9",
     ("$9$", "Answer \\( \n 9 \n \\)"): "as above",
     ("10, 4, -2", "4, 10, -2"): "a list is compared as a set, as Math-Verify does (MATH's is_equiv "
-                                "compares strings, so order counts there)",
+    "compares strings, so order counts there)",
     ("0.1, 4, 2", "4, .1, 2"): "as above",
     ("Answer is forty two.", "Answer is forty two."): "TRL gives None for a gold it cannot parse; "
-                                                       "we read number words: forty two is 42",
+    "we read number words: forty two is 42",
     ("Answer is forty three.", "Some other content. \\boxed{43}."): "as above: 43 = 43",
-    ("\\tfrac{1}{2} +\\! \\frac1{72}", "\\\\dfrac{1}{2} +\\frac{1}{72}"):
-        "the test's string holds a doubled backslash (\\\\dfrac, a non-raw string): not LaTeX; "
-        "Math-Verify fails it too",
+    (
+        "\\tfrac{1}{2} +\\! \\frac1{72}",
+        "\\\\dfrac{1}{2} +\\frac{1}{72}",
+    ): "the test's string holds a doubled backslash (\\\\dfrac, a non-raw string): not LaTeX; Math-Verify fails it too",
 }
 # the closing sentence "there are 12 distinct sequences that meet the three given conditions"
 # states two numbers (12 and three): fails closed, as any sentence with two numbers does
@@ -44,8 +49,7 @@ DELIBERATE_PREFIXES = {("$12$", "Let's denote the common difference of the arith
 
 
 def _deliberate(case: dict) -> bool:
-    return ((case["gold"], case["pred"]) in DELIBERATE
-            or (case["gold"], case["pred"][:56]) in DELIBERATE_PREFIXES)
+    return (case["gold"], case["pred"]) in DELIBERATE or (case["gold"], case["pred"][:56]) in DELIBERATE_PREFIXES
 
 
 def _answer(text: str) -> str:
@@ -69,8 +73,13 @@ EXPECTED_FALSE = [c for c in CASES if not c["expected"]]
 
 def test_the_collection_is_what_the_docs_say():
     sources = {c["source"] for c in CASES}
-    assert sources == {"huggingface/Math-Verify", "hendrycks/math", "allenai/open-instruct",
-                       "huggingface/open-r1", "huggingface/trl"}
+    assert sources == {
+        "huggingface/Math-Verify",
+        "hendrycks/math",
+        "allenai/open-instruct",
+        "huggingface/open-r1",
+        "huggingface/trl",
+    }
     assert len(IN_SCOPE) >= 130 and all(len(c["commit"]) == 40 for c in CASES)
     assert all(_deliberate(c) for c in CASES if (c["gold"], c["pred"]) in DELIBERATE)
 

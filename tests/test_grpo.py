@@ -9,8 +9,8 @@ import torch
 
 from helpers import grpo
 
-
 # ---- per-token log-probs ----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
 def test_per_token_logps_matches_categorical(temperature):
@@ -32,8 +32,15 @@ def test_completion_logps_equals_full_forward():
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=40, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32)
+    cfg = LlamaConfig(
+        vocab_size=40,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=32,
+    )
     model = LlamaForCausalLM(cfg).eval()
     prompt_ids, completion_ids = torch.randint(0, 40, (2, 4)), torch.randint(0, 40, (2, 3))
     prompt_mask, completion_mask = torch.ones(2, 4, dtype=torch.long), torch.ones(2, 3, dtype=torch.long)
@@ -54,6 +61,7 @@ def test_completion_mask_keeps_first_eos():
 
 # ---- PPO's GAE (the baseline GRPO replaces) ------------------------------------------------
 
+
 def test_gae_limits():
     rewards = torch.tensor([0.0, 0.0, 0.0, 0.0, 1.0], dtype=torch.float64)
     values = torch.tensor([0.2, 0.3, 0.5, 0.6, 0.8], dtype=torch.float64)
@@ -71,6 +79,7 @@ def test_gae_limits():
 
 
 # ---- group-relative advantages ----------------------------------------------------------
+
 
 def test_group_advantages_by_hand():
     rewards = [1.0, 0.0, 0.0, 0.5, 2.0, 1.0, 1.0, 0.0]
@@ -118,6 +127,7 @@ def test_group_advantages_bad_input():
 
 # ---- KL estimators ------------------------------------------------------------------------
 
+
 def test_kl_estimators_formulas_and_k3_nonnegative():
     g = torch.Generator().manual_seed(0)
     logp = torch.randn(64, 128, generator=g) * 3
@@ -159,6 +169,7 @@ def test_k1_k3_unbiased_monte_carlo(shift):
 
 # ---- clipped surrogate --------------------------------------------------------------------
 
+
 def test_clipped_surrogate_piecewise_and_gradient():
     ratios = [0.5, 0.79, 1.0, 1.2, 1.27, 1.5]
     ratio = torch.tensor([ratios, ratios], dtype=torch.float64, requires_grad=True)
@@ -180,6 +191,7 @@ def test_clipped_surrogate_piecewise_and_gradient():
 
 # ---- the full loss --------------------------------------------------------------------------
 
+
 def _reference_loss(logp, old, ref, adv, mask, beta, eps_low, eps_high, loss_type, max_len):
     """Independent per-token loop over the same formula (DeepSeekMath eq. 3 and 4)."""
     B, T = len(logp), len(logp[0])
@@ -196,8 +208,12 @@ def _reference_loss(logp, old, ref, adv, mask, beta, eps_low, eps_high, loss_typ
             n += 1
         per_seq.append(s / max(n, 1))
         total, n_tokens = total + s, n_tokens + n
-    return {"grpo": sum(per_seq) / B, "bnpo": total / n_tokens, "dapo": total / n_tokens,
-            "dr_grpo": total / (B * max_len)}[loss_type]
+    return {
+        "grpo": sum(per_seq) / B,
+        "bnpo": total / n_tokens,
+        "dapo": total / n_tokens,
+        "dr_grpo": total / (B * max_len),
+    }[loss_type]
 
 
 def _toy_batch():
@@ -215,8 +231,9 @@ def _toy_batch():
 def test_grpo_loss_matches_loop(loss_type, beta):
     logp, old, ref, adv, mask = _toy_batch()
     loss, _ = grpo.grpo_loss(logp, old, ref, adv, mask, beta, 0.2, 0.28, loss_type, max_completion_length=8)
-    expected = _reference_loss(logp.tolist(), old.tolist(), ref.tolist(), adv.tolist(), mask.tolist(),
-                               beta, 0.2, 0.28, loss_type, 8)
+    expected = _reference_loss(
+        logp.tolist(), old.tolist(), ref.tolist(), adv.tolist(), mask.tolist(), beta, 0.2, 0.28, loss_type, 8
+    )
     assert loss.item() == pytest.approx(expected, rel=1e-12)
 
 
@@ -244,8 +261,12 @@ def test_on_policy_gradient_weights(loss_type):
     loss, stats = grpo.grpo_loss(logp, None, None, adv, mask, loss_type=loss_type, max_completion_length=8)
     loss.backward()
     lengths = mask.sum(1, keepdim=True).double()
-    weight = {"grpo": 1 / (4 * lengths), "bnpo": 1 / lengths.sum(), "dapo": 1 / lengths.sum(),
-              "dr_grpo": torch.tensor(1 / (4 * 8))}[loss_type]
+    weight = {
+        "grpo": 1 / (4 * lengths),
+        "bnpo": 1 / lengths.sum(),
+        "dapo": 1 / lengths.sum(),
+        "dr_grpo": torch.tensor(1 / (4 * 8)),
+    }[loss_type]
     torch.testing.assert_close(logp.grad, -adv[:, None] * weight * mask)
     assert stats["ratio_mean"] == 1.0 and stats["clip_ratio/region_mean"] == 0.0 and math.isnan(stats["kl"])
 
@@ -284,15 +305,24 @@ def test_grpo_loss_bad_input():
 
 # ---- Failure kinds of issue 11 ------------------------------------------------------------
 
+
 @pytest.mark.parametrize("logp_dtype", [torch.float32, torch.bfloat16, torch.float64])
 @pytest.mark.parametrize("gap", [100.0 - 0.01, 88.0, 1e4])
-def test_kind_k3_kl_does_not_overflow_in_exp(logp_dtype, gap):
+def test_k3_kl_does_not_overflow_in_exp(logp_dtype, gap):
     # The issue's case is gap = 99.99 (log-prob -100 under the policy, -0.01 under the reference).
     logp = torch.tensor([[-0.01 - gap, -1.0]], dtype=logp_dtype, requires_grad=True)
     ref = torch.tensor([[-0.01, -1.2]], dtype=logp_dtype)
     for loss_type in grpo.LOSS_TYPES:
-        loss, stats = grpo.grpo_loss(logp, None, ref, torch.tensor([1.0], dtype=logp_dtype), torch.ones(1, 2),
-                                     beta=0.04, loss_type=loss_type, max_completion_length=2)
+        loss, stats = grpo.grpo_loss(
+            logp,
+            None,
+            ref,
+            torch.tensor([1.0], dtype=logp_dtype),
+            torch.ones(1, 2),
+            beta=0.04,
+            loss_type=loss_type,
+            max_completion_length=2,
+        )
         (grad,) = torch.autograd.grad(loss, logp)
         assert torch.isfinite(loss) and torch.isfinite(grad).all() and math.isfinite(stats["kl"]), loss_type
     k3 = grpo.kl_estimators(logp.detach().double(), ref.double())[2]
@@ -303,7 +333,7 @@ def test_kind_k3_kl_does_not_overflow_in_exp(logp_dtype, gap):
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
-def test_kind_log_probs_of_half_precision_logits_are_computed_in_float32(dtype, temperature):
+def test_per_token_logps_computes_half_precision_logits_in_float32(dtype, temperature):
     g = torch.Generator().manual_seed(0)
     logits = (torch.randn(4, 16, 32000, generator=g) * 3).to(dtype)
     ids = torch.randint(0, 32000, (4, 16), generator=g)
@@ -314,12 +344,12 @@ def test_kind_log_probs_of_half_precision_logits_are_computed_in_float32(dtype, 
 
 
 @pytest.mark.parametrize("stop_ids", [[151645, 151643], (151643, 151645), torch.tensor([151645, 151643]), 151643])
-def test_kind_completion_mask_with_several_stop_ids(stop_ids):
+def test_completion_mask_stops_at_any_of_several_stop_ids(stop_ids):
     # Qwen2.5-Instruct: <|im_end|> = 151645 and <|endoftext|> = 151643 both end a completion,
     # and <|endoftext|> is also the padding.
-    ids = torch.tensor([[100, 200, 151643, 151643, 151643],
-                        [100, 151645, 151643, 151643, 151643],
-                        [100, 200, 300, 400, 500]])
+    ids = torch.tensor(
+        [[100, 200, 151643, 151643, 151643], [100, 151645, 151643, 151643, 151643], [100, 200, 300, 400, 500]]
+    )
     expected = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 1, 1]]).int()
     if isinstance(stop_ids, int):  # one id: 151645 alone is not a stop, the row runs to 151643
         expected[1] = torch.tensor([1, 1, 1, 0, 0])
@@ -335,7 +365,7 @@ def _tokenizer(eos, eos_id, pad, pad_id):
 QWEN = _tokenizer("<|im_end|>", 151645, "<|endoftext|>", 151643)  # Qwen2.5-Instruct's tokenizer
 
 
-def test_kind_the_default_mask_stops_at_every_stop_id_of_the_tokenizer():
+def test_the_default_mask_stops_at_every_stop_id_of_the_tokenizer():
     """Issue 20: passing the tokenizer (the default the notebooks use) stops at <|im_end|> and at
     <|endoftext|>, its pad token, without naming both ids."""
     assert grpo.stop_token_ids(QWEN) == [151645, 151643]
@@ -349,9 +379,15 @@ def test_kind_the_default_mask_stops_at_every_stop_id_of_the_tokenizer():
         grpo.stop_token_ids(_tokenizer(None, None, None, None))
 
 
-@pytest.mark.parametrize("rewards", [torch.tensor([1, 0, 0, 1]), torch.tensor([True, False, False, True]),
-                                     torch.tensor([1, 0, 0, 1], dtype=torch.int32)])
-def test_kind_integer_rewards(rewards):
+@pytest.mark.parametrize(
+    "rewards",
+    [
+        torch.tensor([1, 0, 0, 1]),
+        torch.tensor([True, False, False, True]),
+        torch.tensor([1, 0, 0, 1], dtype=torch.int32),
+    ],
+)
+def test_integer_and_bool_rewards_give_the_float_advantages(rewards):
     adv = grpo.group_advantages(rewards, 4)
     assert adv.is_floating_point()
     torch.testing.assert_close(adv, torch.tensor([0.866, -0.866, -0.866, 0.866]), rtol=0, atol=1e-3)
@@ -361,6 +397,6 @@ def test_kind_integer_rewards(rewards):
 
 
 @pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])
-def test_kind_infinite_reward_raises_like_nan(bad):
+def test_infinite_reward_raises_like_nan(bad):
     with pytest.raises(ValueError, match="NaN or inf"):
         grpo.group_advantages(torch.tensor([bad, 0.0, 0.0, 1.0]), 4)

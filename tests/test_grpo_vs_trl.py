@@ -40,26 +40,49 @@ def setup(tmp_path_factory, smollm2_dir):
     assert tokenizer.pad_token_id == tokenizer.eos_token_id  # the case the mask test is about
 
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+    )
     model_dir = tmp_path_factory.mktemp("tiny_llama")
     LlamaForCausalLM(config).to(torch.float64).save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
 
-    dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": p}], "constant": i == 0}
-                                 for i, p in enumerate(PROMPTS)])
+    dataset = Dataset.from_list(
+        [{"prompt": [{"role": "user", "content": p}], "constant": i == 0} for i, p in enumerate(PROMPTS)]
+    )
     args = GRPOConfig(
-        output_dir=str(model_dir / "out"), use_cpu=True, bf16=False, fp16=False, report_to="none", seed=0,
-        per_device_train_batch_size=G * len(PROMPTS), num_generations=G, max_prompt_length=64,
-        max_completion_length=MAX_LEN, beta=0.04,  # beta > 0: TRL builds the reference model
+        output_dir=str(model_dir / "out"),
+        use_cpu=True,
+        bf16=False,
+        fp16=False,
+        report_to="none",
+        seed=0,
+        per_device_train_batch_size=G * len(PROMPTS),
+        num_generations=G,
+        max_prompt_length=64,
+        max_completion_length=MAX_LEN,
+        beta=0.04,  # beta > 0: TRL builds the reference model
         num_iterations=2,  # > 1: TRL computes old_per_token_logps in the generation step
         model_init_kwargs={"dtype": "float64"},
         generation_kwargs={"sequence_bias": {(tokenizer.eos_token_id,): EOS_BIAS}},
     )
-    trainer = GRPOTrainer(model=str(model_dir), reward_funcs=reward_id_sum_mod7, args=args,
-                          train_dataset=dataset, processing_class=tokenizer)
+    trainer = GRPOTrainer(
+        model=str(model_dir),
+        reward_funcs=reward_id_sum_mod7,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+    )
     trainer.model.train()
     trainer.current_gradient_accumulation_steps = 1  # set by Trainer's training loop, read by _compute_loss
     rows = [dataset[i] for i in range(len(PROMPTS)) for _ in range(G)]  # G consecutive copies per prompt
@@ -86,8 +109,10 @@ def _old_and_ref_logps(trainer, batch, temperature):
         old, _ = trainer._get_per_token_logps_and_entropies(trainer.model, input_ids, attention_mask, width)
         ref, _ = trainer._get_per_token_logps_and_entropies(trainer.ref_model, input_ids, attention_mask, width)
     g = torch.Generator().manual_seed(1)
-    return (old + NOISE * torch.randn(old.shape, generator=g, dtype=old.dtype),
-            ref + NOISE * torch.randn(ref.shape, generator=g, dtype=ref.dtype))
+    return (
+        old + NOISE * torch.randn(old.shape, generator=g, dtype=old.dtype),
+        ref + NOISE * torch.randn(ref.shape, generator=g, dtype=ref.dtype),
+    )
 
 
 def _grads(model):
@@ -112,26 +137,47 @@ def test_loss_and_gradients_match_trl(setup, loss_type, beta, temperature):
     trl_grads = _grads(model)
     trl_stats = {k: v[-1] for k, v in trainer._metrics["train"].items()}
 
-    logp = grpo.completion_logps(model, batch["prompt_ids"], batch["prompt_mask"], batch["completion_ids"],
-                                 batch["completion_mask"], temperature)
-    loss, stats = grpo.grpo_loss(logp, inputs["old_per_token_logps"], inputs["ref_per_token_logps"],
-                                 batch["advantages"], batch["completion_mask"], beta,
-                                 trainer.epsilon_low, trainer.epsilon_high, loss_type, trainer.max_completion_length)
+    logp = grpo.completion_logps(
+        model, batch["prompt_ids"], batch["prompt_mask"], batch["completion_ids"], batch["completion_mask"], temperature
+    )
+    loss, stats = grpo.grpo_loss(
+        logp,
+        inputs["old_per_token_logps"],
+        inputs["ref_per_token_logps"],
+        batch["advantages"],
+        batch["completion_mask"],
+        beta,
+        trainer.epsilon_low,
+        trainer.epsilon_high,
+        loss_type,
+        trainer.max_completion_length,
+    )
     loss.backward()
     grads = _grads(model)
 
     loss_diff = abs(loss.item() - trl_loss.item())
     grad_rel = ((grads - trl_grads).norm() / trl_grads.norm()).item()
-    print(f"{loss_type:8s} beta={beta:<5} T={temperature}: loss {loss.item():+.10f} vs TRL {trl_loss.item():+.10f}"
-          f" |diff| {loss_diff:.1e}; grad max|diff| {(grads - trl_grads).abs().max().item():.1e},"
-          f" relative {grad_rel:.1e}; clipped {stats['clip_ratio/region_mean']:.0%}")
+    print(
+        f"{loss_type:8s} beta={beta:<5} T={temperature}: loss {loss.item():+.10f} vs TRL {trl_loss.item():+.10f}"
+        f" |diff| {loss_diff:.1e}; grad max|diff| {(grads - trl_grads).abs().max().item():.1e},"
+        f" relative {grad_rel:.1e}; clipped {stats['clip_ratio/region_mean']:.0%}"
+    )
     assert stats["clip_ratio/region_mean"] >= 0.10  # the clipped branch is exercised
     assert loss_diff <= 1e-6
     # The tolerance discriminates: another normaliser on this batch is far outside it.
     other = "dr_grpo" if loss_type == "grpo" else "grpo"
-    other_loss, _ = grpo.grpo_loss(logp.detach(), inputs["old_per_token_logps"], inputs["ref_per_token_logps"],
-                                   batch["advantages"], batch["completion_mask"], beta, trainer.epsilon_low,
-                                   trainer.epsilon_high, other, trainer.max_completion_length)
+    other_loss, _ = grpo.grpo_loss(
+        logp.detach(),
+        inputs["old_per_token_logps"],
+        inputs["ref_per_token_logps"],
+        batch["advantages"],
+        batch["completion_mask"],
+        beta,
+        trainer.epsilon_low,
+        trainer.epsilon_high,
+        other,
+        trainer.max_completion_length,
+    )
     assert abs(other_loss.item() - trl_loss.item()) > 1e-4
     assert trl_grads.norm() > 0 and grad_rel <= 1e-5
     for key in ("clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean"):
@@ -164,7 +210,7 @@ def test_completion_mask_keeps_eos_when_pad_is_eos(setup):
         assert row_mask == [1] * (k + 1) + [0] * (len(row_ids) - k - 1)
         if k < len(row_ids) - 1:
             stopped_early += 1
-            assert row_ids[k + 1:] == [eos] * (len(row_ids) - k - 1)  # padding, with the same id
+            assert row_ids[k + 1 :] == [eos] * (len(row_ids) - k - 1)  # padding, with the same id
     assert stopped_early >= 2
     # The tempting mask "ids != pad_token_id" would drop the real EOS token.
     naive = (ids != tokenizer.pad_token_id).int()

@@ -13,11 +13,19 @@ A4000 = GPU("NVIDIA RTX A4000", (8, 6), 15.7)  # bf16, but under 20 GiB
 V100 = GPU("Tesla V100-SXM2-16GB", (7, 0), 15.8)
 
 
-@pytest.mark.parametrize("gpu, unsloth, expected", [
-    (None, True, "cpu"), (T4, True, "t4"), (L4, True, "bf16"), (A100, True, "bf16"),
-    (A4000, True, "cuda"), (V100, True, "cuda"),
-    (T4, False, "cuda"), (L4, False, "cuda"),  # Unsloth not installable: plain TRL still trains
-])
+@pytest.mark.parametrize(
+    "gpu, unsloth, expected",
+    [
+        (None, True, "cpu"),
+        (T4, True, "t4"),
+        (L4, True, "bf16"),
+        (A100, True, "bf16"),
+        (A4000, True, "cuda"),
+        (V100, True, "cuda"),
+        (T4, False, "cuda"),
+        (L4, False, "cuda"),  # Unsloth not installable: plain TRL still trains
+    ],
+)
 def test_hardware_pick(gpu, unsloth, expected):
     name, reason = pick_profile_name(gpu, unsloth)
     assert name == expected and reason
@@ -36,11 +44,19 @@ def test_t4_has_no_native_bf16_even_if_torch_says_emulated():
     assert not T4.bf16 and L4.bf16 and A100.bf16 and not V100.bf16
 
 
-@pytest.mark.parametrize("name, gpu, expected", [
-    ("t4", T4, "fp16"), ("t4", L4, "fp16"),      # t4 asked for on an L4: fp16 model + fp16 flags
-    ("bf16", L4, "bf16"), ("cuda", L4, "bf16"), ("cuda", T4, "fp16"), ("cuda", None, "fp32"),
-    ("cpu", None, "fp32"), ("cpu", L4, "fp32"),
-])
+@pytest.mark.parametrize(
+    "name, gpu, expected",
+    [
+        ("t4", T4, "fp16"),
+        ("t4", L4, "fp16"),  # t4 asked for on an L4: fp16 model + fp16 flags
+        ("bf16", L4, "bf16"),
+        ("cuda", L4, "bf16"),
+        ("cuda", T4, "fp16"),
+        ("cuda", None, "fp32"),
+        ("cpu", None, "fp32"),
+        ("cpu", L4, "fp32"),
+    ],
+)
 def test_one_precision_for_model_dtype_and_trainer_flags(name, gpu, expected):
     import torch
 

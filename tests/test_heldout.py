@@ -57,18 +57,26 @@ def test_the_callback_evaluates_at_step_0_every_n_steps_and_at_the_end(monkeypat
 
 
 def test_train_writes_the_heldout_curve_into_metrics_csv(tiny_model_dir, tmp_path):
-    from helpers.training.models import load_model
     from helpers.data.problems import make_problems, problems_dataset
-    from helpers.training.profiles import PROFILES
     from helpers.rewards import REWARD_FUNCS
+    from helpers.training.models import load_model
+    from helpers.training.profiles import PROFILES
     from helpers.training.trainer import train
 
-    profile = PROFILES["cpu"].replace(max_completion_length=8, max_steps=2, heldout_every=1,
-                                      num_generations=4, per_device_train_batch_size=4)
+    profile = PROFILES["cpu"].replace(
+        max_completion_length=8, max_steps=2, heldout_every=1, num_generations=4, per_device_train_batch_size=4
+    )
     model, tokenizer = load_model(profile, tiny_model_dir)
     heldout = [p.to_dict() for p in make_problems(3, ops=1, split="test")]
-    run = train(profile, model=model, tokenizer=tokenizer, output_dir=tmp_path / "run", heldout=heldout,
-                dataset=problems_dataset(make_problems(2, ops=1)), reward_funcs=REWARD_FUNCS)
+    run = train(
+        profile,
+        model=model,
+        tokenizer=tokenizer,
+        output_dir=tmp_path / "run",
+        heldout=heldout,
+        dataset=problems_dataset(make_problems(2, ops=1)),
+        reward_funcs=REWARD_FUNCS,
+    )
     with open(run.metrics_csv) as f:
         rows = list(csv.DictReader(f))
     assert [r["step"] for r in rows] == ["0", "1", "2"]

@@ -79,8 +79,11 @@ def imports_backend(stmt) -> bool:
 
 
 def loads_models(notebook: Path) -> bool:
-    return any(isinstance(node, ast.Call) and getattr(node.func, "id", None) in LOADERS
-               for stmt in statements(notebook) for node in ast.walk(stmt))
+    return any(
+        isinstance(node, ast.Call) and getattr(node.func, "id", None) in LOADERS
+        for stmt in statements(notebook)
+        for node in ast.walk(stmt)
+    )
 
 
 def order_problem(stmts, heavy: set[str]) -> str | None:
@@ -97,13 +100,24 @@ def order_problem(stmts, heavy: set[str]) -> str | None:
 def test_the_static_analysis_knows_which_helpers_pull_in_transformers():
     heavy = heavy_helpers()
     assert {"helpers.training.trainer", "helpers.training.callbacks"} <= heavy  # transformers' TrainerCallback
-    assert not heavy & {"helpers.training.profiles", "helpers.training.models", "helpers.training.hardware",
-                        "helpers.data.gsm8k", "helpers.training.pipeline", "helpers", "helpers.colab.persist",
-                        "helpers.evaluation.reports", "helpers.loop", "helpers.grpo"}
+    assert not heavy & {
+        "helpers.training.profiles",
+        "helpers.training.models",
+        "helpers.training.hardware",
+        "helpers.data.gsm8k",
+        "helpers.training.pipeline",
+        "helpers",
+        "helpers.colab.persist",
+        "helpers.evaluation.reports",
+        "helpers.loop",
+        "helpers.grpo",
+    }
 
 
 def test_a_wrong_order_is_caught():
-    wrong = ast.parse("from helpers.training.trainer import train\nprofile = get_profile()\nimport_backend(profile)").body
+    wrong = ast.parse(
+        "from helpers.training.trainer import train\nprofile = get_profile()\nimport_backend(profile)"
+    ).body
     assert "helpers.training.trainer" in order_problem(wrong, heavy_helpers())
     wrong = ast.parse("import peft\nimport unsloth").body
     assert "peft" in order_problem(wrong, set())
@@ -126,15 +140,24 @@ def test_notebooks_that_load_models_are_the_expected_ones():
 
 # ------------------------------------------------------------------- dynamic: fresh interpreters
 def _run(code: str, tmp_path, **env) -> subprocess.CompletedProcess:
-    environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(FAKES), str(REPO)]),
-               "FAKE_UNSLOTH_STRICT": "1", "GRPO_PROFILE": "t4", "GRPO_QUICK": "1",
-               "OMP_NUM_THREADS": "1", **env}
-    return subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=environ, capture_output=True,
-                          text=True, timeout=600)
+    environ = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(FAKES), str(REPO)]),
+        "FAKE_UNSLOTH_STRICT": "1",
+        "GRPO_PROFILE": "t4",
+        "GRPO_QUICK": "1",
+        "OMP_NUM_THREADS": "1",
+        **env,
+    }
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=600
+    )
 
 
-REPORT = ("import sys, json; print('ORDER', json.dumps({'unsloth': 'unsloth' in sys.modules, "
-          "'before': getattr(sys.modules.get('unsloth'), 'IMPORTED_BEFORE', None)}))")
+REPORT = (
+    "import sys, json; print('ORDER', json.dumps({'unsloth': 'unsloth' in sys.modules, "
+    "'before': getattr(sys.modules.get('unsloth'), 'IMPORTED_BEFORE', None)}))"
+)
 
 
 def _report(result) -> dict:
@@ -148,8 +171,11 @@ def _report(result) -> dict:
 def test_notebook_imports_in_a_fresh_interpreter_with_a_strict_fake_unsloth(name, tmp_path):
     """The cells up to import_backend run as they are (profile t4); after it, every import."""
     [notebook] = [p for p in NOTEBOOKS if p.name.startswith(name)]
-    cells = [c for c in json.loads(notebook.read_text())["cells"]
-             if c["cell_type"] == "code" and "install-cell" not in c.get("metadata", {}).get("tags", [])]
+    cells = [
+        c
+        for c in json.loads(notebook.read_text())["cells"]
+        if c["cell_type"] == "code" and "install-cell" not in c.get("metadata", {}).get("tags", [])
+    ]
     code, seen_backend = [f"ROOT = {str(REPO)!r}"], False
     for cell in cells:
         source = "".join(cell["source"])
@@ -176,10 +202,16 @@ def test_cli_imports_the_backend_first(command, tmp_path):
     for name in ("adapter_config.json", "adapter_model.safetensors"):
         (adapter / name).write_text("{}")
     stop = "def stop(*a, **k):\n    raise SystemExit(0)\n"
+    argv = (
+        [command, "--profile", "t4", "--output-dir", str(tmp_path)]
+        if command == "train"
+        else [command, "--profile", "t4", "--adapter", str(adapter)]
+    )
     code = stop + (
         "import helpers.training.pipeline, helpers.data.gsm8k\n"
         "helpers.training.pipeline.run_pipeline = stop\nhelpers.data.gsm8k.load_gsm8k = stop\n"
         "from helpers.cli import main\n"
-        f"try:\n    main({[command, '--profile', 't4', '--output-dir', str(tmp_path)] if command == 'train' else [command, '--profile', 't4', '--adapter', str(adapter)]!r})\n"
-        "except SystemExit:\n    pass\n" + REPORT)
+        f"try:\n    main({argv!r})\n"
+        "except SystemExit:\n    pass\n" + REPORT
+    )
     assert _report(_run(code, tmp_path)) == {"unsloth": True, "before": []}

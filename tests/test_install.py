@@ -10,8 +10,18 @@ from pathlib import Path
 import pytest
 
 from helpers.colab.cells import INSTALL_CELL
+from helpers.colab.install import (
+    CONSTRAINTS,
+    MARKER,
+    STACK_BOUNDS,
+    RestartRequired,
+    choose_stack,
+    gpu_from_smi,
+    install_once,
+    pip_commands,
+    runtime_pins,
+)
 from helpers.training.hardware import GPU
-from helpers.colab.install import CONSTRAINTS, MARKER, STACK_BOUNDS, RestartRequired, choose_stack, gpu_from_smi, install_once, pip_commands, runtime_pins
 from helpers.training.models import standby_gpu_memory_utilization
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,7 +42,7 @@ def requirement_lines(name: str) -> list[str]:
 def installed_requirements(stack: str) -> list[str]:
     lines = []
     for cmd in pip_commands(stack):
-        args = cmd[cmd.index("install") + 1:]
+        args = cmd[cmd.index("install") + 1 :]
         for i, arg in enumerate(args):
             if arg == "-r":
                 lines += requirement_lines(args[i + 1])
@@ -41,14 +51,17 @@ def installed_requirements(stack: str) -> list[str]:
     return lines
 
 
-@pytest.mark.parametrize("gpu, env, stack", [
-    (GPU("Tesla T4", (7, 5), 14.7), {}, "unsloth"),
-    (GPU("NVIDIA L4", (8, 9), 22.5), {}, "unsloth"),
-    (GPU("Tesla V100-SXM2-16GB", (7, 0), 15.8), {}, "trl"),
-    (None, {}, "cpu"),
-    (GPU("Tesla T4", (7, 5), 14.7), {"GRPO_PROFILE": "cuda"}, "trl"),
-    (GPU("Tesla T4", (7, 5), 14.7), {"GRPO_STACK": "trl"}, "trl"),
-])
+@pytest.mark.parametrize(
+    "gpu, env, stack",
+    [
+        (GPU("Tesla T4", (7, 5), 14.7), {}, "unsloth"),
+        (GPU("NVIDIA L4", (8, 9), 22.5), {}, "unsloth"),
+        (GPU("Tesla V100-SXM2-16GB", (7, 0), 15.8), {}, "trl"),
+        (None, {}, "cpu"),
+        (GPU("Tesla T4", (7, 5), 14.7), {"GRPO_PROFILE": "cuda"}, "trl"),
+        (GPU("Tesla T4", (7, 5), 14.7), {"GRPO_STACK": "trl"}, "trl"),
+    ],
+)
 def test_one_stack_per_machine(gpu, env, stack, monkeypatch):
     monkeypatch.delenv("GRPO_PROFILE", raising=False)
     monkeypatch.delenv("GRPO_STACK", raising=False)
@@ -68,8 +81,12 @@ def test_unknown_stack_is_an_error(monkeypatch):
 def test_plain_trl_stack_needs_neither_unsloth_nor_vllm():
     trl = installed_requirements("trl")
     assert any(line.startswith("trl==") for line in trl) and any(line.startswith("peft==") for line in trl)
-    assert not [line for line in trl if line.split("=")[0].split("<")[0].split(">")[0].lower()
-                in ("unsloth", "unsloth_zoo", "vllm", "bitsandbytes", "torch")]
+    assert not [
+        line
+        for line in trl
+        if line.split("=")[0].split("<")[0].split(">")[0].lower()
+        in ("unsloth", "unsloth_zoo", "vllm", "bitsandbytes", "torch")
+    ]
     unsloth = installed_requirements("unsloth")
     assert {"unsloth==2026.10.9", "unsloth_zoo==2026.10.9", "vllm==0.11.2"} <= set(unsloth)
 
@@ -78,7 +95,7 @@ def test_torchao_is_pinned_below_0_18_with_vllms_torch():
     from packaging.specifiers import SpecifierSet
 
     [torchao] = [line for line in installed_requirements("unsloth") if line.startswith("torchao")]
-    spec = SpecifierSet(torchao[len("torchao"):])
+    spec = SpecifierSet(torchao[len("torchao") :])
     assert "0.17.0" in spec and "0.18.0" not in spec and "0.13.0" in spec
 
 
@@ -91,9 +108,18 @@ def test_the_runtimes_numpy_and_pillow_are_pinned_in_every_stack():
     assert f"numpy=={importlib.metadata.version('numpy')}" in runtime_pins("cpu")  # this machine's
 
 
-@pytest.mark.parametrize("numpy, pinned_for_unsloth", [("2.1.3", True), ("2.2.6", True), ("2.3.0", False),
-                                                       ("2.3.4", False), ("2.4.1", False), ("1.23.5", False),
-                                                       ("1.26.4", True)])
+@pytest.mark.parametrize(
+    "numpy, pinned_for_unsloth",
+    [
+        ("2.1.3", True),
+        ("2.2.6", True),
+        ("2.3.0", False),
+        ("2.3.4", False),
+        ("2.4.1", False),
+        ("1.23.5", False),
+        ("1.26.4", True),
+    ],
+)
 def test_numpy_is_pinned_only_where_the_stack_allows_it(numpy, pinned_for_unsloth):
     """Bug (issue 18, 3): a runtime with numpy >= 2.3 made the install cell fail with
     ResolutionImpossible (vllm 0.11.2 pins numba 0.61.2, which needs numpy < 2.3). Such a numpy is
@@ -125,7 +151,6 @@ def test_trl_is_held_at_its_pin_in_every_pip_step():
     import zipfile
 
     from packaging.requirements import Requirement
-
     from pinned_wheels import wheel
 
     [trl] = [line for line in requirement_lines(CONSTRAINTS) if line.startswith("trl")]
@@ -135,8 +160,11 @@ def test_trl_is_held_at_its_pin_in_every_pip_step():
         assert first[first.index("-c") + 1] == CONSTRAINTS
     with zipfile.ZipFile(wheel("unsloth")) as archive:
         metadata = archive.read("unsloth-2026.10.9.dist-info/METADATA").decode()
-    [wanted] = [Requirement(line.split(":", 1)[1]) for line in metadata.splitlines()
-                if line.startswith("Requires-Dist: trl") and "extra" not in line]
+    [wanted] = [
+        Requirement(line.split(":", 1)[1])
+        for line in metadata.splitlines()
+        if line.startswith("Requires-Dist: trl") and "extra" not in line
+    ]
     assert "0.22.2" in wanted.specifier and "0.29.1" in wanted.specifier  # so pip alone would pick a newer one
 
 
@@ -147,7 +175,7 @@ def test_the_vllm_pin_gives_its_real_reason():
 
     from pinned_wheels import wheel
 
-    text = (REPO / "requirements.txt").read_text() + (REPO / "README.md").read_text()
+    text = "".join((REPO / name).read_text() for name in ("requirements.txt", "README.md", "docs/t4.md"))
     assert "newest with an attention backend" not in text and "newest vLLM with" not in text
     assert "Unsloth's own choice for a T4" in " ".join(text.split())
     with zipfile.ZipFile(wheel("vllm")) as archive:
@@ -209,11 +237,12 @@ def test_the_installer_runs_the_stack_asked_for(monkeypatch, capsys):
 
 
 def test_the_install_cell_stops_instead_of_printing():
-    assert "install_once(ROOT)" in INSTALL_CELL and "print(\"numpy was loaded" not in INSTALL_CELL
+    assert "install_once(ROOT)" in INSTALL_CELL and 'print("numpy was loaded' not in INSTALL_CELL
     assert "UNSLOTH_VLLM_STANDBY" in INSTALL_CELL and "gpu_memory_utilization" in INSTALL_CELL
 
 
-@pytest.mark.parametrize("total_gib, share", [(14.7, 0.76), (22.5, 0.7837), (39.4, 0.855), (79.2, 0.8788),
-                                              (8.0, 0.7125)])
+@pytest.mark.parametrize(
+    "total_gib, share", [(14.7, 0.76), (22.5, 0.7837), (39.4, 0.855), (79.2, 0.8788), (8.0, 0.7125)]
+)
 def test_what_standby_does_to_gpu_memory_utilization(total_gib, share):
     assert standby_gpu_memory_utilization(total_gib) == share

@@ -1,7 +1,7 @@
 import pytest
 
-from helpers.training.models import ModelSourceError, load_model, resolve_model_source, smollm2_checkpoint
 from helpers.training.generation import generate
+from helpers.training.models import ModelSourceError, load_model, resolve_model_source, smollm2_checkpoint
 from helpers.training.profiles import PROFILES
 
 
@@ -42,8 +42,10 @@ def test_clear_error_when_no_source_exists(monkeypatch, tmp_path):
 
 def test_generate_returns_only_the_completion_greedy_is_deterministic(tiny_model_dir):
     model, tokenizer = load_model(PROFILES["cpu"], tiny_model_dir, lora=False)
-    prompts = [[{"role": "user", "content": "What is 2 + 2?"}],
-               [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Count to three, please."}]]
+    prompts = [
+        [{"role": "user", "content": "What is 2 + 2?"}],
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Count to three, please."}],
+    ]
     first = generate(model, tokenizer, prompts, max_new_tokens=6, temperature=0)
     second = generate(model, tokenizer, prompts[::-1], max_new_tokens=6, temperature=0, batch_size=1)
     assert len(first) == 2 and first == second[::-1]  # left padding does not change greedy output
@@ -81,14 +83,14 @@ def test_import_backend_refuses_unsloth_after_transformers(monkeypatch):
     warns and trains unpatched. Now the late import is an error that says what to do."""
     import sys
 
-    from helpers.training.models import import_backend
-
     import transformers  # noqa: F401  (as any earlier cell would have)
+
+    from helpers.training.models import import_backend
 
     monkeypatch.delitem(sys.modules, "unsloth", raising=False)
     with pytest.raises(RuntimeError, match="transformers.* imported before Unsloth.*import_backend"):
         import_backend(PROFILES["t4"])
-    import_backend(PROFILES["cpu"])   # the transformers backend needs nothing
+    import_backend(PROFILES["cpu"])  # the transformers backend needs nothing
     import_backend(PROFILES["cuda"])
 
 
@@ -155,8 +157,11 @@ def test_free_gpu_memory_collects_a_deleted_cycle_and_names_the_numbers(monkeypa
     assert held == {"policy"}
     assert free_gpu_memory(3.5, "the merged model") == 14.5 and held == set()
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (3.2 * gib, 14.7 * gib))
-    with pytest.raises(GPUMemoryError, match=r"3\.2 GiB of the GPU's 14\.7 GiB are free, but the merged model "
-                                             r"needs about 3\.5 GiB.*release\(model\).*del model"):
+    with pytest.raises(
+        GPUMemoryError,
+        match=r"3\.2 GiB of the GPU's 14\.7 GiB are free, but the merged model "
+        r"needs about 3\.5 GiB.*release\(model\).*del model",
+    ):
         free_gpu_memory(3.5, "the merged model")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert free_gpu_memory(100.0) is None  # nothing to check on a CPU

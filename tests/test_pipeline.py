@@ -5,8 +5,7 @@ import json
 
 import pytest
 
-from helpers.evaluation.reports import PAIRED
-from helpers.evaluation.reports import RECORDS_FILE, SUMMARY_FILE, load_summary, save_reference
+from helpers.evaluation.reports import PAIRED, RECORDS_FILE, SUMMARY_FILE, load_summary, save_reference
 from helpers.training.pipeline import run_pipeline
 from helpers.training.profiles import PROFILES, shortened
 
@@ -21,9 +20,17 @@ def smoke_run(tiny_model_dir, tmp_path_factory, gsm8k_dir):
 
 def test_every_stage_writes_its_files(smoke_run):
     out = smoke_run.output_dir
-    for name in ("cold_start/model.safetensors", "cold_start/config.json", "cold_start_metrics.csv",
-                 "lora_adapter/adapter_model.safetensors", "lora_adapter/adapter_config.json",
-                 "metrics.csv", "training_curves.png", SUMMARY_FILE, RECORDS_FILE):
+    for name in (
+        "cold_start/model.safetensors",
+        "cold_start/config.json",
+        "cold_start_metrics.csv",
+        "lora_adapter/adapter_model.safetensors",
+        "lora_adapter/adapter_config.json",
+        "metrics.csv",
+        "training_curves.png",
+        SUMMARY_FILE,
+        RECORDS_FILE,
+    ):
         assert (out / name).exists(), name
     adapter = json.loads((out / "lora_adapter" / "adapter_config.json").read_text())
     assert adapter["base_model_name_or_path"] == str(out / "cold_start"), "GRPO must start from the cold start"
@@ -33,8 +40,14 @@ def test_grpo_metrics_have_one_row_per_step_the_reward_and_the_heldout_curve(smo
     with open(smoke_run.output_dir / "metrics.csv") as f:
         rows = list(csv.DictReader(f))
     assert [r["step"] for r in rows] == ["0", "1", "2"]  # step 0: held-out accuracy before training
-    for column in ("reward", "completions/clipped_ratio", "frac_reward_zero_std", "step_time_s",
-                   "rewards/strict_format_reward_func/mean", "rewards/correctness_reward_func/mean"):
+    for column in (
+        "reward",
+        "completions/clipped_ratio",
+        "frac_reward_zero_std",
+        "step_time_s",
+        "rewards/strict_format_reward_func/mean",
+        "rewards/correctness_reward_func/mean",
+    ):
         assert all(r[column] != "" for r in rows[1:]), column
     assert "kl" not in rows[0]  # beta = 0: TRL computes no KL
     for column in ("heldout/accuracy", "heldout/accuracy_format_free", "heldout/seconds"):
@@ -44,7 +57,8 @@ def test_grpo_metrics_have_one_row_per_step_the_reward_and_the_heldout_curve(smo
 
 def test_grpo_reads_the_curriculum_in_order(smoke_run):
     assert smoke_run.summary["grpo_prompts"].startswith(
-        "curriculum, 1 prompt(s) per batch: 2 batches of 1 op up to 20 + 2 ops up to 20")
+        "curriculum, 1 prompt(s) per batch: 2 batches of 1 op up to 20 + 2 ops up to 20"
+    )
     assert not smoke_run.training.trainer.args.shuffle_dataset
 
 
@@ -58,12 +72,17 @@ def test_summary_has_provenance_stages_and_paired_tests(smoke_run):
     assert list(s["stages"]) == ["base", "cold_start", "grpo"]
     for stage in s["stages"].values():
         assert stage["n"] == 4
-        for key in ("accuracy", "correct", "format_rate_strict", "format_rate_valid", "placeholder_rate",
-                    "mean_tokens"):
+        for key in (
+            "accuracy",
+            "correct",
+            "format_rate_strict",
+            "format_rate_valid",
+            "placeholder_rate",
+            "mean_tokens",
+        ):
             assert stage[key] is not None, key
     assert set(s["mcnemar_start_vs_grpo"]) == set(PAIRED)
-    assert set(s["timings_s"]) == {"cold_start_s", "grpo_s", "grpo_per_step_s", "heldout_s", "evaluation_s",
-                                   "total_s"}
+    assert set(s["timings_s"]) == {"cold_start_s", "grpo_s", "grpo_per_step_s", "heldout_s", "evaluation_s", "total_s"}
     problems = s["problems"]
     assert problems["levels"] == ["1 op up to 20", "2 ops up to 20"]
     assert list(problems["stages"]) == ["base", "cold_start", "grpo"]
@@ -76,14 +95,21 @@ def test_summary_has_provenance_stages_and_paired_tests(smoke_run):
 def test_records_pair_the_same_questions_across_stages(smoke_run):
     rows = [json.loads(line) for line in open(smoke_run.output_dir / RECORDS_FILE)]
     assert [(r["set"], r["stage"]) for r in rows] == [
-        (test_set, stage) for test_set in ("gsm8k", "problems") for stage in ("base", "cold_start", "grpo")
-        for _ in range(4)]
+        (test_set, stage)
+        for test_set in ("gsm8k", "problems")
+        for stage in ("base", "cold_start", "grpo")
+        for _ in range(4)
+    ]
     for test_set in ("gsm8k", "problems"):
-        questions = {stage: [r["question"] for r in rows if r["stage"] == stage and r["set"] == test_set]
-                     for stage in ("base", "grpo")}
+        questions = {
+            stage: [r["question"] for r in rows if r["stage"] == stage and r["set"] == test_set]
+            for stage in ("base", "grpo")
+        }
         assert questions["base"] == questions["grpo"]
     assert all({"format_valid", "placeholder", "correct", "correct_format_free", "tokens"} <= set(r) for r in rows)
-    assert [r["level"] for r in rows if r["set"] == "problems" and r["stage"] == "grpo"] == ["1 op up to 20"] * 2 + ["2 ops up to 20"] * 2
+    assert [r["level"] for r in rows if r["set"] == "problems" and r["stage"] == "grpo"] == ["1 op up to 20"] * 2 + [
+        "2 ops up to 20"
+    ] * 2
 
 
 def test_problems_table_counts_agree_with_the_records(smoke_run):
@@ -93,7 +119,10 @@ def test_problems_table_counts_agree_with_the_records(smoke_run):
         mine = [r for r in rows if r["set"] == "problems" and r["stage"] == stage]
         assert table.loc["accuracy, all", label] == f"{sum(r['correct'] for r in mine)}/4"
         two = [r for r in mine if r["level"] == "2 ops up to 20"]
-        assert table.loc["format-free accuracy, 2 ops up to 20", label] == f"{sum(r['correct_format_free'] for r in two)}/2"
+        assert (
+            table.loc["format-free accuracy, 2 ops up to 20", label]
+            == f"{sum(r['correct_format_free'] for r in two)}/2"
+        )
     assert table.loc["accuracy, 1 op up to 20"].iloc[-1].endswith("lost)")
 
 
@@ -123,9 +152,15 @@ def test_make_train_command_at_smoke_size_on_smollm2(smollm2_dir, tmp_path, caps
 
     assert main(["train", "--profile", "cpu", "--quick", "--output-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    for row in ("accuracy", "strict format (layout only)", "valid format: real reasoning + number",
-                "placeholder / template copy", "mean completion tokens", "Held-out course-written test problems",
-                "format-free accuracy, 2 ops up to 20"):
+    for row in (
+        "accuracy",
+        "strict format (layout only)",
+        "valid format: real reasoning + number",
+        "placeholder / template copy",
+        "mean completion tokens",
+        "Held-out course-written test problems",
+        "format-free accuracy, 2 ops up to 20",
+    ):
         assert row in out
     summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
     assert summary["profile"]["name"] == "cpu-quick" and summary["command"].startswith("python -m helpers train")
@@ -134,8 +169,13 @@ def test_make_train_command_at_smoke_size_on_smollm2(smollm2_dir, tmp_path, caps
 
 def test_reference_copy_keeps_outcomes_but_no_gsm8k_text(smoke_run, tmp_path):
     dest = save_reference(smoke_run.output_dir, tmp_path / "ref")
-    assert sorted(p.name for p in dest.iterdir()) == ["cold_start_metrics.csv", "eval_outcomes.jsonl",
-                                                     "metrics.csv", "summary.json", "training_curves.png"]
+    assert sorted(p.name for p in dest.iterdir()) == [
+        "cold_start_metrics.csv",
+        "eval_outcomes.jsonl",
+        "metrics.csv",
+        "summary.json",
+        "training_curves.png",
+    ]
     assert load_summary(dest) == smoke_run.summary
     outcomes = [json.loads(line) for line in open(dest / "eval_outcomes.jsonl")]
     records = [json.loads(line) for line in open(smoke_run.output_dir / RECORDS_FILE)]
@@ -151,29 +191,40 @@ def test_a_reused_cold_start_is_recorded_with_its_examples():
     from helpers.evaluation.reports import pipeline_summary
 
     profile = PROFILES["cpu"].replace(cold_start_examples=96)
-    summary = pipeline_summary(profile, {}, {}, reward_set="layout", dataset=None, reused_cold_start="outputs/a/cold_start")
+    summary = pipeline_summary(
+        profile, {}, {}, reward_set="layout", dataset=None, reused_cold_start="outputs/a/cold_start"
+    )
     assert summary["cold_start_examples"] == 96 + 120 and summary["cold_start_reused"] == "outputs/a/cold_start"
     fresh = pipeline_summary(profile.replace(cold_start_examples=0), {}, {}, reward_set="checked", dataset=None)
     assert fresh["cold_start_examples"] == 0 and fresh["cold_start_reused"] is None
 
 
 def test_outcomes_by_kind_counts_gains_losses_and_p_per_kind():
-    from helpers.evaluation.reports import outcomes_by_kind
     from helpers.data.problems import make_problems
+    from helpers.evaluation.reports import outcomes_by_kind
 
     problems = make_problems(8, ops=1, split="test", seed=0)  # kinds in turn: add, sub, mul, div, add, ...
     before = [True, False, True, False, True, False, False, False]
     after = [False, True, True, False, False, True, False, True]
-    records = [{"set": "problems", "stage": stage, "index": i, "correct": ok}
-               for stage, outcomes in (("cold_start", before), ("grpo", after)) for i, ok in enumerate(outcomes)]
+    records = [
+        {"set": "problems", "stage": stage, "index": i, "correct": ok}
+        for stage, outcomes in (("cold_start", before), ("grpo", after))
+        for i, ok in enumerate(outcomes)
+    ]
     records.append({"set": "gsm8k", "stage": "grpo", "index": 0, "correct": True})  # another set: ignored
     rows = {row["kind"]: row for row in outcomes_by_kind(records[::-1], problems)}  # any record order
     assert list(rows) == ["add", "sub", "mul", "div"]
     assert {k: (r["n"], r["cold_start"], r["grpo"], r["gained"], r["lost"]) for k, r in rows.items()} == {
-        "add": (2, 2, 0, 0, 2), "sub": (2, 0, 2, 2, 0), "mul": (2, 1, 1, 0, 0), "div": (2, 0, 1, 1, 0)}
+        "add": (2, 2, 0, 0, 2),
+        "sub": (2, 0, 2, 2, 0),
+        "mul": (2, 1, 1, 0, 0),
+        "div": (2, 0, 1, 1, 0),
+    }
     assert rows["add"]["p"] == 0.5 and rows["mul"]["p"] == 1.0  # exact two-sided: 2 x (1/2)^2; no discordant pair
     with pytest.raises(ValueError, match="8 problem records, not one for each of the 9 problems"):
         outcomes_by_kind(records, make_problems(9, ops=1, split="test", seed=0))
-    shifted = [{**r, "index": r["index"] + 1} if r["stage"] == "grpo" else r for r in records]  # right count, wrong problems
+    shifted = [
+        {**r, "index": r["index"] + 1} if r["stage"] == "grpo" else r for r in records
+    ]  # right count, wrong problems
     with pytest.raises(ValueError, match="stage 'grpo'"):
         outcomes_by_kind(shifted, problems)

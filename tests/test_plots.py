@@ -14,8 +14,9 @@ def _write(path, columns, rows=3):
     return path
 
 
-@pytest.mark.parametrize("column, title", [("kl", "KL(policy || reference)"),
-                                           ("frac_reward_zero_std", "Groups with equal rewards")])
+@pytest.mark.parametrize(
+    "column, title", [("kl", "KL(policy || reference)"), ("frac_reward_zero_std", "Groups with equal rewards")]
+)
 def test_the_third_panel_shows_kl_or_without_it_the_flat_groups(tmp_path, column, title):
     fig = plot_training_curves(_write(tmp_path / "metrics.csv", [column]), show=False)
     panel = fig.axes[2]  # row 2, column 1

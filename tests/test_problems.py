@@ -40,7 +40,7 @@ def test_train_and_test_never_share_an_arithmetic_instance():
     keys = lambda ps: {(p.kind, p.expression) for p in ps}  # noqa: E731
     assert not keys(train) & keys(test)
     assert all(split_of(p.kind, [int(n) for n in re.findall(r"\d+", p.expression)]) == "test" for p in test)
-    share = sum(split_of("add", (a, b)) == "test" for a in range(2, 40) for b in range(2, 40)) / 38 ** 2
+    share = sum(split_of("add", (a, b)) == "test" for a in range(2, 40) for b in range(2, 40)) / 38**2
     assert abs(share - 1 / TEST_SHARE) < 0.05
 
 
@@ -69,13 +69,16 @@ def test_problems_dataset_is_shaped_like_gsm8k():
 @pytest.mark.parametrize("ops", [1, 2, 3])
 def test_every_worked_solution_earns_the_full_reward_with_its_prompt(ops):
     # bug found in review: "81 / 9 = 9" (9 is in the question) earned no format reward
-    from helpers.training.cold_start import format_solution
-    from helpers.data.gsm8k import make_prompt
+    from helpers.course_format import format_solution, make_prompt
     from helpers.rewards import REWARD_FUNCS
 
     problems = make_problems(200, ops=ops, split="train", seed=1000)  # the cold start's draw
     prompts = [make_prompt(p.question) for p in problems]
     completions = [[{"role": "assistant", "content": format_solution(p.solution)}] for p in problems]
-    totals = [sum(v) for v in zip(*(f(prompts=prompts, completions=completions, answer=[p.answer for p in problems])
-                                    for f in REWARD_FUNCS))]
+    totals = [
+        sum(v)
+        for v in zip(
+            *(f(prompts=prompts, completions=completions, answer=[p.answer for p in problems]) for f in REWARD_FUNCS)
+        )
+    ]
     assert [p.question for p, t in zip(problems, totals) if t != 4.0] == []

@@ -37,23 +37,33 @@ def test_overrides_replace_single_settings():
 
 def test_t4_profile_is_unsloths_recipe():
     t4 = PROFILES["t4"]
-    assert (t4.model_id, t4.backend, t4.load_in_4bit, t4.fast_inference) == \
-        ("unsloth/Qwen2.5-3B-Instruct", "unsloth", True, True)
+    assert (t4.model_id, t4.backend, t4.load_in_4bit, t4.fast_inference) == (
+        "unsloth/Qwen2.5-3B-Instruct",
+        "unsloth",
+        True,
+        True,
+    )
     assert (t4.num_generations, t4.max_completion_length, t4.max_steps) == (8, 200, 250)
-    assert (t4.learning_rate, t4.optim, t4.max_grad_norm, t4.gradient_checkpointing) == \
-        (5e-6, "adamw_8bit", 0.1, "unsloth")
-    assert set(t4.lora_target_modules) == {"q_proj", "k_proj", "v_proj", "o_proj",
-                                           "gate_proj", "up_proj", "down_proj"}
+    assert (t4.learning_rate, t4.optim, t4.max_grad_norm, t4.gradient_checkpointing) == (
+        5e-6,
+        "adamw_8bit",
+        0.1,
+        "unsloth",
+    )
+    assert set(t4.lora_target_modules) == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
 
 
 @pytest.mark.parametrize("name", ["t4", "bf16", "cuda", "cpu"])
 def test_grpo_config_states_the_objective(tmp_path, name):
     profile = PROFILES[name]
     config = build_grpo_config(profile, tmp_path)
-    assert (config.loss_type, config.beta, config.epsilon, config.scale_rewards) == \
-        (("grpo", 0.0, 0.2, "group") if name == "cpu" else ("grpo", 0.04, 0.2, "group"))
-    assert (config.num_generations, config.max_completion_length) == \
-        (profile.num_generations, profile.max_completion_length)
+    assert (config.loss_type, config.beta, config.epsilon, config.scale_rewards) == (
+        ("grpo", 0.0, 0.2, "group") if name == "cpu" else ("grpo", 0.04, 0.2, "group")
+    )
+    assert (config.num_generations, config.max_completion_length) == (
+        profile.num_generations,
+        profile.max_completion_length,
+    )
     assert config.report_to == []  # "none": nothing is sent anywhere unless asked
 
 
@@ -69,8 +79,13 @@ def test_t4_config_is_fp16_with_vllm(tmp_path):
 
 def test_cpu_profile_is_the_measured_learning_run():
     cpu = PROFILES["cpu"]
-    assert (cpu.cold_start_examples, cpu.cold_start_problems, cpu.cold_start_two_op_share,
-            cpu.cold_start_batch_size, cpu.cold_start_learning_rate) == (40, 120, 2 / 3, 2, 3e-4)
+    assert (
+        cpu.cold_start_examples,
+        cpu.cold_start_problems,
+        cpu.cold_start_two_op_share,
+        cpu.cold_start_batch_size,
+        cpu.cold_start_learning_rate,
+    ) == (40, 120, 2 / 3, 2, 3e-4)
     assert (cpu.num_generations, cpu.per_device_train_batch_size, cpu.max_completion_length) == (8, 128, 100)
     assert (cpu.max_steps, cpu.learning_rate, cpu.temperature) == (12, 3e-4, 0.6)
     assert (cpu.beta, cpu.scale_rewards, cpu.loss_type) == (0.0, "group", "grpo")
@@ -113,8 +128,13 @@ def test_sft_config_trains_the_completion_in_the_profiles_precision(tmp_path):
 def test_bf16_profile_is_the_t4_recipe_on_qwen_7b(tmp_path, monkeypatch):
     monkeypatch.setattr("helpers.training.hardware.gpu_info", lambda: L4_GPU)
     bf16, t4 = PROFILES["bf16"], PROFILES["t4"]
-    assert (bf16.model_id, bf16.backend, bf16.load_in_4bit, bf16.fast_inference, bf16.precision) == \
-        ("unsloth/Qwen2.5-7B-Instruct", "unsloth", True, True, "bf16")
+    assert (bf16.model_id, bf16.backend, bf16.load_in_4bit, bf16.fast_inference, bf16.precision) == (
+        "unsloth/Qwen2.5-7B-Instruct",
+        "unsloth",
+        True,
+        True,
+        "bf16",
+    )
     assert bf16.replace(name="t4", description=t4.description, model_id=t4.model_id, precision="fp16") == t4
     config = build_grpo_config(bf16, tmp_path)
     assert config.bf16 and not config.fp16 and config.use_vllm
@@ -124,8 +144,12 @@ def test_bf16_profile_is_the_t4_recipe_on_qwen_7b(tmp_path, monkeypatch):
 def test_cuda_profile_is_plain_trl_with_peft(tmp_path, monkeypatch):
     monkeypatch.setattr("helpers.training.hardware.gpu_info", lambda: T4_GPU)
     cuda = PROFILES["cuda"]
-    assert (cuda.model_id, cuda.backend, cuda.load_in_4bit, cuda.fast_inference) == \
-        ("Qwen/Qwen2.5-0.5B-Instruct", "transformers", False, False)
+    assert (cuda.model_id, cuda.backend, cuda.load_in_4bit, cuda.fast_inference) == (
+        "Qwen/Qwen2.5-0.5B-Instruct",
+        "transformers",
+        False,
+        False,
+    )
     assert (cuda.lora_rank, cuda.lora_alpha, cuda.optim) == (16, 64, "adamw_torch")  # no bitsandbytes
     config = build_grpo_config(cuda, tmp_path)
     assert not config.use_vllm and config.fp16 and not config.bf16  # a T4 without Unsloth: fp16

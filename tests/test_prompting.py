@@ -3,8 +3,24 @@ import json
 
 import pytest
 
+from helpers.data.prompting import (
+    COT_EXAMPLE_QUESTION,
+    COT_EXAMPLE_SOLUTION,
+    ZERO_SHOT_COT_TRIGGER,
+    cot_prompt,
+    direct_prompt,
+    extract_direct,
+    few_shot_examples,
+    few_shot_prompt,
+    last_number,
+    long_cot_prompt,
+    majority_vote,
+    make_few_shot,
+    strategies,
+    worked_solution,
+    zero_shot_cot_prompt,
+)
 from helpers.grading import extract_answer, is_equivalent
-from helpers.data.prompting import COT_EXAMPLE_QUESTION, COT_EXAMPLE_SOLUTION, ZERO_SHOT_COT_TRIGGER, cot_prompt, direct_prompt, extract_direct, few_shot_examples, few_shot_prompt, last_number, long_cot_prompt, majority_vote, make_few_shot, strategies, worked_solution, zero_shot_cot_prompt
 
 Q = "Tom has 3 boxes of 5 pens. He loses 2 pens. How many pens does he have?"
 
@@ -50,8 +66,9 @@ def test_builders_reject_empty_questions(builder):
 
 def test_worked_solution_drops_calculator_notes_and_boxes_the_answer():
     solution = "She sold 48/2 = <<48/2=24>>24 clips in May.\nIn all 48+24 = <<48+24=72>>72.\n#### 72"
-    assert worked_solution(solution) == ("She sold 48/2 = 24 clips in May.\nIn all 48+24 = 72.\n"
-                                         "The answer is \\boxed{72}.")
+    assert worked_solution(solution) == (
+        "She sold 48/2 = 24 clips in May.\nIn all 48+24 = 72.\nThe answer is \\boxed{72}."
+    )
     with pytest.raises(ValueError, match="####"):
         worked_solution("no label")
 
@@ -131,15 +148,19 @@ def test_majority_vote_ties_go_to_the_earliest_first_occurrence():
 
 # ---- Failure kind of issue 11: votes grouped by value, with the grader's equivalence ------
 
-@pytest.mark.parametrize("votes, value", [
-    (["20", "20", "18", "3 \\times 6", "18.0"], "18"),  # the issue's case
-    (["7", "twelve", "12", "7", "$12.00"], "12"),
-    (["5", "10 - 5", "2 + 2", "2 \\cdot 2", "4.0"], "4"),
-    (["1/2", "\\frac{1}{3}", "0.5", "1/3", "\\dfrac{1}{2}"], "1/2"),
-    (["\\sqrt{4}", "3", "2", "3", "2"], "2"),  # symbolic: Math-Verify says sqrt(4) = 2
-    (["1.2e3", "1,200", "1000", "1000"], "1200"),
-])
-def test_kind_majority_vote_by_value_not_spelling(votes, value):
+
+@pytest.mark.parametrize(
+    "votes, value",
+    [
+        (["20", "20", "18", "3 \\times 6", "18.0"], "18"),  # the issue's case
+        (["7", "twelve", "12", "7", "$12.00"], "12"),
+        (["5", "10 - 5", "2 + 2", "2 \\cdot 2", "4.0"], "4"),
+        (["1/2", "\\frac{1}{3}", "0.5", "1/3", "\\dfrac{1}{2}"], "1/2"),
+        (["\\sqrt{4}", "3", "2", "3", "2"], "2"),  # symbolic: Math-Verify says sqrt(4) = 2
+        (["1.2e3", "1,200", "1000", "1000"], "1200"),
+    ],
+)
+def test_majority_vote_groups_answers_by_value_not_spelling(votes, value):
     winner = majority_vote(votes)
     assert winner in votes and is_equivalent(winner, value)
 

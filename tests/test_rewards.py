@@ -5,13 +5,18 @@ import json
 import pytest
 
 from helpers import rewards as R
-from helpers.data.gsm8k import extract_hash_answer
+from helpers.course_format import extract_hash_answer
 from helpers.grading import GradingWarning
+from helpers.original_rewards import ORIGINAL_REWARD_FUNCS
 
 GOLD = "<reasoning>\nFirst 3*4=12.\nThen 12+6=18.\n</reasoning>\n<answer>\n18\n</answer>\n"
-FIXED = dict(xml=R.xmlcount_reward_func, soft=R.soft_format_reward_func,
-             strict=R.strict_format_reward_func, int=R.int_reward_func,
-             correct=R.correctness_reward_func)
+FIXED = dict(
+    xml=R.xmlcount_reward_func,
+    soft=R.soft_format_reward_func,
+    strict=R.strict_format_reward_func,
+    int=R.int_reward_func,
+    correct=R.correctness_reward_func,
+)
 
 
 def score(text, gold="18", funcs=FIXED):
@@ -77,10 +82,14 @@ def test_plain_string_completions_and_reward_list():
     got = R.correctness_reward_func(completions=[GOLD, "nothing"], answer=["18", "18"])
     assert got == [2.0, 0.0]
     assert [f.__name__ for f in R.REWARD_FUNCS] == [
-        "xmlcount_reward_func", "soft_format_reward_func", "strict_format_reward_func",
-        "int_reward_func", "correctness_reward_func"]
+        "xmlcount_reward_func",
+        "soft_format_reward_func",
+        "strict_format_reward_func",
+        "int_reward_func",
+        "correctness_reward_func",
+    ]
     original_names = ["original_" + f.__name__ for f in R.REWARD_FUNCS]
-    assert [f.__name__ for f in R.ORIGINAL_REWARD_FUNCS] == original_names
+    assert [f.__name__ for f in ORIGINAL_REWARD_FUNCS] == original_names
 
 
 def test_bad_inputs_raise_clear_errors():
@@ -91,7 +100,7 @@ def test_bad_inputs_raise_clear_errors():
 
 
 def test_seed_failures_that_the_course_shows():
-    seeds = dict(zip(FIXED, R.ORIGINAL_REWARD_FUNCS))
+    seeds = dict(zip(FIXED, ORIGINAL_REWARD_FUNCS))
     assert score(GOLD, funcs=seeds)["strict"] == 0.0  # multi-line reasoning never matches
     assert score(GOLD, funcs=seeds)["soft"] == 0.0
     assert score(formatted("$1,234"), "1234", funcs=seeds)["correct"] == 0.0  # right, unpaid
@@ -102,8 +111,11 @@ def test_seed_failures_that_the_course_shows():
 
 
 def test_every_gsm8k_label_is_correct_against_itself(gsm8k_dir):
-    labels = [extract_hash_answer(json.loads(line)["answer"])
-              for split in ("train", "test") for line in open(gsm8k_dir / f"{split}.jsonl")]
+    labels = [
+        extract_hash_answer(json.loads(line)["answer"])
+        for split in ("train", "test")
+        for line in open(gsm8k_dir / f"{split}.jsonl")
+    ]
     assert len(labels) == 8792
     rewards = R.correctness_reward_func(completions=[formatted(x) for x in labels], answer=labels)
     assert [x for x, r in zip(labels, rewards) if r != 2.0] == []
@@ -111,44 +123,66 @@ def test_every_gsm8k_label_is_correct_against_itself(gsm8k_dir):
 
 # ------------------------------------------------------------- reward hacking: the template copy
 TEMPLATE_COPY = "<reasoning>\n...\n</reasoning>\n<answer>\n...\n</answer>"  # the system prompt's own
-LAYOUT = dict(xml=R.layout_xmlcount_reward_func, soft=R.layout_soft_format_reward_func,
-              strict=R.layout_strict_format_reward_func)
+LAYOUT = dict(
+    xml=R.layout_xmlcount_reward_func, soft=R.layout_soft_format_reward_func, strict=R.layout_strict_format_reward_func
+)
 FORMAT_ONLY = {k: FIXED[k] for k in ("xml", "soft", "strict")}
 
 
 def test_the_system_prompt_holds_the_template_that_gets_copied():
-    from helpers.data.gsm8k import SYSTEM_PROMPT
+    from helpers.course_format import SYSTEM_PROMPT
 
     assert SYSTEM_PROMPT.endswith(TEMPLATE_COPY)
 
 
-@pytest.mark.parametrize("text", [TEMPLATE_COPY, TEMPLATE_COPY + "\n", TEMPLATE_COPY + "<|im_end|>",
-                                  TEMPLATE_COPY.replace("...", "\u2026"), TEMPLATE_COPY.replace("...", "---")])
+@pytest.mark.parametrize(
+    "text",
+    [
+        TEMPLATE_COPY,
+        TEMPLATE_COPY + "\n",
+        TEMPLATE_COPY + "<|im_end|>",
+        TEMPLATE_COPY.replace("...", "\u2026"),
+        TEMPLATE_COPY.replace("...", "---"),
+    ],
+)
 def test_template_copy_scores_zero_on_every_checked_reward_but_full_layout_marks(text):
     assert score(text) == dict(xml=0.0, soft=0.0, strict=0.0, int=0.0, correct=0.0)
     assert score(text, funcs=LAYOUT) == dict(xml=0.5, soft=0.5, strict=0.5)
 
 
-@pytest.mark.parametrize("text", [GOLD, GOLD[:-1], GOLD + "<|im_end|>", formatted("$1,234", "7 + 5 = 12"),
-                                  formatted("0.5", "1/2 of it"), formatted("\\boxed{42}", "6 * 7 = 42")])
+@pytest.mark.parametrize(
+    "text",
+    [
+        GOLD,
+        GOLD[:-1],
+        GOLD + "<|im_end|>",
+        formatted("$1,234", "7 + 5 = 12"),
+        formatted("0.5", "1/2 of it"),
+        formatted("\\boxed{42}", "6 * 7 = 42"),
+    ],
+)
 def test_a_real_formatted_completion_scores_as_under_the_layout_rewards(text):
     assert score(text, funcs=FORMAT_ONLY) == score(text, funcs=LAYOUT)
     assert score(text, funcs=FORMAT_ONLY)["strict"] == 0.5
 
 
-@pytest.mark.parametrize("reasoning, answer, why", [
-    ("...", "18", "placeholder reasoning"),
-    ("Let me think about it.", "18", "reasoning without a number or equation"),
-    ("9 * 2 = 18", "...", "placeholder answer"),
-    ("9 * 2 = 18", "a lot", "answer that is no number"),
-    ("Respond in the following format:", "18", "reasoning copied from the system prompt"),
-    ("Janet has 16 eggs.", "18", "reasoning copied from the question"),
-])
+@pytest.mark.parametrize(
+    "reasoning, answer, why",
+    [
+        ("...", "18", "placeholder reasoning"),
+        ("Let me think about it.", "18", "reasoning without a number or equation"),
+        ("9 * 2 = 18", "...", "placeholder answer"),
+        ("9 * 2 = 18", "a lot", "answer that is no number"),
+        ("Respond in the following format:", "18", "reasoning copied from the system prompt"),
+        ("Janet has 16 eggs.", "18", "reasoning copied from the question"),
+    ],
+)
 def test_checked_format_rewards_refuse_each_kind_of_fake_content(reasoning, answer, why):
     question = "Janet has 16 eggs. She sells 9 at $2. How much does she make?"
     conv = [[{"role": "assistant", "content": formatted(answer, reasoning)}]]
-    prompts = [[{"role": "system", "content": "Respond in the following format:"},
-                {"role": "user", "content": question}]]
+    prompts = [
+        [{"role": "system", "content": "Respond in the following format:"}, {"role": "user", "content": question}]
+    ]
     for f in (R.xmlcount_reward_func, R.soft_format_reward_func, R.strict_format_reward_func):
         assert f(prompts=prompts, completions=conv)[0] == 0.0, (f.__name__, why)
     assert R.layout_strict_format_reward_func(prompts=prompts, completions=conv)[0] == 0.5
@@ -165,8 +199,16 @@ def test_content_helpers_on_their_own():
     assert R.is_placeholder("Janet   has\n16 eggs", ["Janet has 16 eggs a day."])
     assert not R.is_placeholder(None)
     assert R.is_real_reasoning("16 - 3 - 4 = 9") and not R.is_real_reasoning("no digits here")
-    assert [R.is_parseable_answer(x) for x in ("18", "$1,234", "-3", "3/4", "\\boxed{7}", "3,5", "x", None)] \
-        == [True, True, True, True, True, True, False, False]  # 3,5: a decimal comma
+    assert [R.is_parseable_answer(x) for x in ("18", "$1,234", "-3", "3/4", "\\boxed{7}", "3,5", "x", None)] == [
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]  # 3,5: a decimal comma
 
 
 def test_prompts_of_the_wrong_length_are_an_error():
@@ -182,13 +224,15 @@ def test_reward_sets_differ_only_in_the_format_and_integer_rewards():
 
 # ---- Bug of issue 17: a restated fact of the question was paid as reasoning ----------------
 
+
 def test_restating_a_fact_of_the_question_earns_nothing_but_a_lucky_right_answer():
     """A 135M policy trained 30 steps on the earlier checks learned to restate a fact and answer with
     one of the question's numbers (``Hugo has 35 cookies.`` -> 35 for 35 / 5): format paid in full
     (2.0 of 4.0: four 0.5 rewards), correctness never. Now the same completion earns 0."""
     question = "Hugo has 35 cookies. He shares them equally among 5 friends. How many does each friend get?"
-    prompts = [[{"role": "system", "content": "Respond in the following format:"},
-                {"role": "user", "content": question}]]
+    prompts = [
+        [{"role": "system", "content": "Respond in the following format:"}, {"role": "user", "content": question}]
+    ]
 
     def total(text, funcs, gold="7"):
         conv = [[{"role": "assistant", "content": text}]]
@@ -223,21 +267,30 @@ def test_a_right_equation_whose_result_is_in_the_question_is_real_work():
     assert total(formatted("9", "81 ÷ 9 = 9 boxes.")) == 4.0
     assert total(formatted("81", "81 / 9 = 81")) == 0.0  # a false equation of the question's numbers
     assert total(formatted("9", "Ravi puts 81 cards into boxes of 9.")) == 2.0  # a copied fact: correctness only
-    assert [R.has_true_equation(t) for t in ("1,000 - 1 = 999", "2.5 * 2 = 5", "3 x 4 = 12", "6 / 0 = 0", "7 = 7")] \
-        == [True, True, True, False, False]
+    assert [R.has_true_equation(t) for t in ("1,000 - 1 = 999", "2.5 * 2 = 5", "3 x 4 = 12", "6 / 0 = 0", "7 = 7")] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]
 
 
 # ---- Failure kind of issue 11: a sentence inside <answer> ---------------------------------
 
-@pytest.mark.parametrize("answer, gold, correct, integer", [
-    ("The answer is 18.", "18", 2.0, 0.5),
-    ("So Janet makes $18 every day.", "18", 2.0, 0.5),
-    ("The answer is twelve.", "12", 2.0, 0.5),
-    ("She earns \u20ac18/hour", "18", 2.0, 0.5),
-    ("She had 20 eggs, ate 2, so 18 are left.", "18", 0.0, 0.0),  # several numbers, no cue
-    ("It is not 18.", "18", 0.0, 0.0),
-])
-def test_kind_sentence_answer_block_rewards(answer, gold, correct, integer):
+
+@pytest.mark.parametrize(
+    "answer, gold, correct, integer",
+    [
+        ("The answer is 18.", "18", 2.0, 0.5),
+        ("So Janet makes $18 every day.", "18", 2.0, 0.5),
+        ("The answer is twelve.", "12", 2.0, 0.5),
+        ("She earns \u20ac18/hour", "18", 2.0, 0.5),
+        ("She had 20 eggs, ate 2, so 18 are left.", "18", 0.0, 0.0),  # several numbers, no cue
+        ("It is not 18.", "18", 0.0, 0.0),
+    ],
+)
+def test_correctness_rewards_grade_a_sentence_inside_the_answer_tags(answer, gold, correct, integer):
     got = score(formatted(answer), gold)
     assert (got["correct"], got["int"]) == (correct, integer)
 
@@ -248,7 +301,7 @@ def test_reward_table_sums_each_function_per_completion():
     assert list(table.columns) == ["xmlcount", "soft", "strict", "int", "correctness", "total"]
     assert table.loc["gold", "total"] == 4.0
     assert table.loc["bare", "correctness"] == 2.0 and table.loc["bare", "strict"] == 0.0
-    assert list(R.reward_table(R.ORIGINAL_REWARD_FUNCS, [gold], ["18"]).columns)[:3] == ["xmlcount", "soft", "strict"]
+    assert list(R.reward_table(ORIGINAL_REWARD_FUNCS, [gold], ["18"]).columns)[:3] == ["xmlcount", "soft", "strict"]
     with pytest.raises(ValueError, match="answer has 1 entries for 2 completions"):
         R.reward_table(R.REWARD_FUNCS, [gold, gold], ["18"])
 

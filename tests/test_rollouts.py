@@ -25,8 +25,12 @@ def policy(tiny_model_dir):
     tokenizer.padding_side = "left"
     torch.manual_seed(1)
     base = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float64)
-    model = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "up_proj"],
-                                            lora_dropout=0.0, task_type="CAUSAL_LM")).double()  # LoRA too
+    model = get_peft_model(
+        base,
+        LoraConfig(
+            r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "up_proj"], lora_dropout=0.0, task_type="CAUSAL_LM"
+        ),
+    ).double()  # LoRA too
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "lora_B" in name:
@@ -53,12 +57,25 @@ def test_prompt_groups_find_equal_rows_wherever_they_stand():
 def test_greedy_sample_equals_generate_token_for_token(policy):
     model, tokenizer = policy
     ids, mask = batch(tokenizer, PROMPTS, repeat=2)
-    ours = fast_rollouts.sample(model, ids, mask, max_new_tokens=12, eos_token_id=tokenizer.eos_token_id,
-                           pad_token_id=tokenizer.pad_token_id, temperature=0.0)
+    ours = fast_rollouts.sample(
+        model,
+        ids,
+        mask,
+        max_new_tokens=12,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        temperature=0.0,
+    )
     with torch.no_grad():
-        theirs = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=12, do_sample=False,
-                                eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
-    assert torch.equal(ours, theirs[:, ids.size(1):])
+        theirs = model.generate(
+            input_ids=ids,
+            attention_mask=mask,
+            max_new_tokens=12,
+            do_sample=False,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+    assert torch.equal(ours, theirs[:, ids.size(1) :])
 
 
 def test_sampled_tokens_have_the_policys_log_probs(policy):
@@ -67,16 +84,28 @@ def test_sampled_tokens_have_the_policys_log_probs(policy):
     model, tokenizer = policy
     ids, mask = batch(tokenizer, PROMPTS, repeat=G)
     gen = torch.Generator().manual_seed(0)
-    completion, logps = fast_rollouts.sample(model, ids, mask, max_new_tokens=10, eos_token_id=tokenizer.eos_token_id,
-                                        pad_token_id=tokenizer.pad_token_id, temperature=0.7, generator=gen,
-                                        return_logps=True)
+    completion, logps = fast_rollouts.sample(
+        model,
+        ids,
+        mask,
+        max_new_tokens=10,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        temperature=0.7,
+        generator=gen,
+        return_logps=True,
+    )
     done = completion == tokenizer.eos_token_id
     keep = (torch.cumsum(done.long(), 1) - done.long()) == 0  # up to and including the first EOS
     full = torch.cat([ids, completion], 1)
     full_mask = torch.cat([mask, keep.long()], 1)
     with torch.no_grad():
-        logits = model(input_ids=full, attention_mask=full_mask,
-                       position_ids=fast_rollouts._positions(full_mask)).logits[:, ids.size(1) - 1:-1] / 0.7
+        logits = (
+            model(input_ids=full, attention_mask=full_mask, position_ids=fast_rollouts._positions(full_mask)).logits[
+                :, ids.size(1) - 1 : -1
+            ]
+            / 0.7
+        )
     teacher = torch.log_softmax(logits, -1).gather(2, completion[..., None]).squeeze(2)
     assert keep.sum() > completion.size(0)  # tokens were drawn
     torch.testing.assert_close(logps[keep], teacher[keep], rtol=0, atol=1e-10)
@@ -89,8 +118,7 @@ def test_merged_policy_equals_the_lora_and_follows_it(policy):
     ids, mask = batch(tokenizer, PROMPTS)
     with torch.no_grad():
         lora = model(input_ids=ids, attention_mask=mask).logits
-        torch.testing.assert_close(merged.sync()(input_ids=ids, attention_mask=mask).logits, lora,
-                                   rtol=0, atol=1e-10)
+        torch.testing.assert_close(merged.sync()(input_ids=ids, attention_mask=mask).logits, lora, rtol=0, atol=1e-10)
         b = next(p for n, p in model.named_parameters() if "lora_B" in n)
         b.add_(1.0)  # an optimizer step
         moved = model(input_ids=ids, attention_mask=mask).logits
@@ -123,9 +151,16 @@ def _trl_logps(model, ids, mask, keep, entropy=True):
 def _grpo_batch(model, tokenizer):
     """Prompt + completion ids and TRL's mask, groups of G with completions of different lengths."""
     ids, mask = batch(tokenizer, PROMPTS, repeat=G)
-    completion = fast_rollouts.sample(model, ids, mask, max_new_tokens=30, eos_token_id=tokenizer.eos_token_id,
-                                 pad_token_id=tokenizer.pad_token_id, temperature=1.5,
-                                 generator=torch.Generator().manual_seed(3))
+    completion = fast_rollouts.sample(
+        model,
+        ids,
+        mask,
+        max_new_tokens=30,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        temperature=1.5,
+        generator=torch.Generator().manual_seed(3),
+    )
     completion[1, 2] = tokenizer.eos_token_id  # one row of the first group ends early: its own bucket
     done = completion == tokenizer.eos_token_id
     keep = ((torch.cumsum(done.long(), 1) - done.long()) == 0).long()
@@ -138,8 +173,10 @@ def test_shared_prompt_logps_equal_trls_values_and_gradients(policy):
     completion_mask = mask[:, -keep:].double()
     weights = torch.randn(ids.size(0), keep, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     results = []
-    for fn in (lambda: _trl_logps(model, ids, mask, keep),
-               lambda: fast_rollouts.shared_prompt_logps(model, ids, mask, keep, 0.7, compute_entropy=True)):
+    for fn in (
+        lambda: _trl_logps(model, ids, mask, keep),
+        lambda: fast_rollouts.shared_prompt_logps(model, ids, mask, keep, 0.7, compute_entropy=True),
+    ):
         model.zero_grad()
         logps, entropies = fn()
         ((logps * weights * completion_mask).sum()).backward()
@@ -214,22 +251,37 @@ def trainers(tiny_model_dir, tmp_path_factory):
 
     out = tmp_path_factory.mktemp("trainers")
     dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": p}]} for p in PROMPTS])
-    args = GRPOConfig(output_dir=str(out), use_cpu=True, report_to="none", seed=0, per_device_train_batch_size=G * 3,
-                      num_generations=G, max_completion_length=8, beta=0.04, num_iterations=2,
-                      model_init_kwargs={"dtype": "float64"}, temperature=0.9)
+    args = GRPOConfig(
+        output_dir=str(out),
+        use_cpu=True,
+        report_to="none",
+        seed=0,
+        per_device_train_batch_size=G * 3,
+        num_generations=G,
+        max_completion_length=8,
+        beta=0.04,
+        num_iterations=2,
+        model_init_kwargs={"dtype": "float64"},
+        temperature=0.9,
+    )
     lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], lora_dropout=0.0, task_type="CAUSAL_LM")
     made = []
     for cls in (GRPOTrainer, CourseGRPOTrainer):
         torch.manual_seed(0)
-        trainer = cls(model=str(tiny_model_dir), reward_funcs=lambda completions, **kw: [len(c[0]["content"]) % 5 * 1.0
-                                                                                          for c in completions],
-                      args=args, train_dataset=dataset, peft_config=lora)
+        trainer = cls(
+            model=str(tiny_model_dir),
+            reward_funcs=lambda completions, **kw: [len(c[0]["content"]) % 5 * 1.0 for c in completions],
+            args=args,
+            train_dataset=dataset,
+            peft_config=lora,
+        )
         trainer.model.double()
         with torch.no_grad():
             for name, p in trainer.model.named_parameters():
                 if "lora_B" in name:
-                    p.copy_(0.3 * torch.randn(p.shape, generator=torch.Generator().manual_seed(len(name)),
-                                              dtype=p.dtype))
+                    p.copy_(
+                        0.3 * torch.randn(p.shape, generator=torch.Generator().manual_seed(len(name)), dtype=p.dtype)
+                    )
         trainer.current_gradient_accumulation_steps = 1
         made.append(trainer)
     return made
@@ -254,8 +306,9 @@ def test_course_trainer_batch_and_loss_equal_trls(trainers):
     torch.testing.assert_close(batch["ref_per_token_logps"][keep], ref[keep], rtol=0, atol=1e-10)
     assert (old[keep] - ref[keep]).abs().max() > 1e-2  # the LoRA matters: reference != policy
     inputs = dict(batch)
-    inputs["old_per_token_logps"] = old + 0.3 * torch.randn(old.shape, generator=torch.Generator().manual_seed(1),
-                                                            dtype=old.dtype)  # clipping binds somewhere
+    inputs["old_per_token_logps"] = old + 0.3 * torch.randn(
+        old.shape, generator=torch.Generator().manual_seed(1), dtype=old.dtype
+    )  # clipping binds somewhere
     losses, grads = [], []
     for trainer in (plain, course):
         trainer.model.zero_grad()
@@ -278,7 +331,7 @@ def test_course_trainer_skips_flat_groups_without_changing_the_loss(trainers, lo
     torch.manual_seed(6)
     inputs = dict(course._generate_and_score_completions(rows))
     inputs["advantages"] = inputs["advantages"].clone()
-    inputs["advantages"][G:2 * G] = 0.0  # the second group is flat
+    inputs["advantages"][G : 2 * G] = 0.0  # the second group is flat
     inputs["advantages"][:G] = torch.tensor([1.0, -0.5, -0.5])
     inputs["num_items_in_batch"] = inputs["completion_mask"].sum()
     seen = []

@@ -19,13 +19,10 @@ from dataclasses import replace
 import pytest
 import torch
 
-from helpers import grpo
-from helpers.evaluation import plots
-from helpers.evaluation import reports
-from helpers import loop
-from helpers.training import loop_runs
+from helpers import grpo, loop
+from helpers.evaluation import plots, reports
+from helpers.training import loop_runs, trl_check
 from helpers.training.fast_rollouts import shared_batch_logps
-from helpers.training import trl_check
 
 trl = pytest.importorskip("trl")
 G = 4  # completions per prompt: a power of 2, so TRL's float32 group mean of equal rewards is exact
@@ -55,8 +52,9 @@ def lora_policy(model_dir, dtype, targets=("q_proj", "v_proj", "up_proj")):
     tokenizer.padding_side = "left"
     torch.manual_seed(1)
     base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype)
-    model = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=list(targets), lora_dropout=0.0,
-                                            task_type="CAUSAL_LM")).to(dtype)
+    model = get_peft_model(
+        base, LoraConfig(r=4, lora_alpha=8, target_modules=list(targets), lora_dropout=0.0, task_type="CAUSAL_LM")
+    ).to(dtype)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "lora_B" in name:
@@ -76,9 +74,18 @@ CASES = [(n, beta, loss) for n in (1, 2) for beta in (0.0, 0.04) for loss in ("g
 @pytest.mark.parametrize("num_iterations, beta, loss_type", CASES)
 def test_one_step_equals_trls_on_the_same_completions(tiny_model_dir, tmp_path, num_iterations, beta, loss_type):
     # lr 0.02 and eps 0.05: the first step moves the policy enough that the second one's ratio leaves the clip range
-    config = loop.LoopConfig(num_iterations=num_iterations, beta=beta, loss_type=loss_type, epsilon=0.05,
-                                   num_generations=G, max_new_tokens=MAX_LEN, temperature=0.7, learning_rate=0.02,
-                                   steps=num_iterations, heldout_problems=0)
+    config = loop.LoopConfig(
+        num_iterations=num_iterations,
+        beta=beta,
+        loss_type=loss_type,
+        epsilon=0.05,
+        num_generations=G,
+        max_new_tokens=MAX_LEN,
+        temperature=0.7,
+        learning_rate=0.02,
+        steps=num_iterations,
+        heldout_problems=0,
+    )
     r = compare_with_trl(tiny_model_dir, torch.float64, tmp_path, config)
     trl_rewards = torch.tensor(r["seen"]["rewards"], dtype=torch.float32).T  # (B, F)
     assert torch.equal(r["rewards"], trl_rewards)  # scored as TRL scores
@@ -88,22 +95,27 @@ def test_one_step_equals_trls_on_the_same_completions(tiny_model_dir, tmp_path, 
     assert torch.equal(r["batch"].completion_mask, r["seen"]["batch"]["completion_mask"])
     assert mask.sum(1).min() < MAX_LEN  # some completions ended early
     if num_iterations > 1:  # the old policy's log-probs, taken at sampling time as TRL takes them
-        torch.testing.assert_close(r["batch"].old_logps[mask], r["seen"]["batch"]["old_per_token_logps"][mask],
-                                   rtol=0, atol=1e-10)
+        torch.testing.assert_close(
+            r["batch"].old_logps[mask], r["seen"]["batch"]["old_per_token_logps"][mask], rtol=0, atol=1e-10
+        )
         assert r["stats"][0]["clip_ratio/region_mean"] == 0  # step 1: rho = 1
         assert r["stats"][1]["clip_ratio/region_mean"] > 0.05  # step 2: the clip binds
-        assert r["logged"][1]["clip_ratio/region_mean"] == pytest.approx(r["stats"][1]["clip_ratio/region_mean"],
-                                                                         abs=1e-6)
+        assert r["logged"][1]["clip_ratio/region_mean"] == pytest.approx(
+            r["stats"][1]["clip_ratio/region_mean"], abs=1e-6
+        )
     if beta > 0:
-        torch.testing.assert_close(r["batch"].ref_logps[mask], r["seen"]["batch"]["ref_per_token_logps"][mask],
-                                   rtol=0, atol=1e-10)
+        torch.testing.assert_close(
+            r["batch"].ref_logps[mask], r["seen"]["batch"]["ref_per_token_logps"][mask], rtol=0, atol=1e-10
+        )
         assert r["logged"][-1]["kl"] == pytest.approx(r["stats"][-1]["kl"], rel=1e-6)
     for ours, theirs in zip(r["stats"], r["logged"]):
         assert ours["grad_norm"] == pytest.approx(theirs["grad_norm"], rel=1e-6)
         assert ours["loss"] == pytest.approx(theirs["loss"], abs=5.1e-5)  # TRL logs 4 decimals
     per_tensor, of_update = r["per_tensor"], r["of_update"]
-    print(f"n_iter={num_iterations} beta={beta} {loss_type}: max|diff|/max|p| {per_tensor:.1e}, "
-          f"||diff||/||update|| {of_update:.1e}")
+    print(
+        f"n_iter={num_iterations} beta={beta} {loss_type}: max|diff|/max|p| {per_tensor:.1e}, "
+        f"||diff||/||update|| {of_update:.1e}"
+    )
     assert per_tensor <= 1e-6 and of_update <= 1e-6
     if (num_iterations, beta, loss_type) == (2, 0.04, "grpo"):  # the tolerance discriminates
         other = copy.deepcopy(r["model"])
@@ -112,7 +124,7 @@ def test_one_step_equals_trls_on_the_same_completions(tiny_model_dir, tmp_path, 
                 if p.requires_grad:
                     p.copy_(r["start"][name])
         trl_check.loop_steps(other, r["tokenizer"], r["seen"], replace(config, loss_type="dr_grpo"), REWARDS)
-        assert trl_check.parameter_differences(loop.lora_state(other), r["theirs"], r["start"])[1] > 1e-3
+        assert trl_check.parameter_differences(trl_check.lora_state(other), r["theirs"], r["start"])[1] > 1e-3
 
 
 @pytest.mark.slow
@@ -124,9 +136,18 @@ def test_one_step_equals_trls_on_smollm2_in_float32(smollm2_dir, tmp_path):
     runs row by row, k3 is written exp(r) - r - 1 there and expm1(r) - r here), and AdamW divides each
     gradient element by its own size, so a gradient element near zero turns its rounding into a visible
     share of its update. In float64 (the test above) the same comparison gives <= 5e-14."""
-    config = loop.LoopConfig(num_iterations=2, beta=0.04, loss_type="grpo", epsilon=0.2, num_generations=G,
-                                   max_new_tokens=MAX_LEN, temperature=0.7, learning_rate=5e-4, steps=2,
-                                   heldout_problems=0)
+    config = loop.LoopConfig(
+        num_iterations=2,
+        beta=0.04,
+        loss_type="grpo",
+        epsilon=0.2,
+        num_generations=G,
+        max_new_tokens=MAX_LEN,
+        temperature=0.7,
+        learning_rate=5e-4,
+        steps=2,
+        heldout_problems=0,
+    )
     r = compare_with_trl(smollm2_dir, torch.float32, tmp_path, config, targets=("q_proj", "v_proj"))
     per_tensor, of_update = r["per_tensor"], r["of_update"]
     print(f"SmolLM2 fp32: max|diff|/max|p| {per_tensor:.1e}, ||diff||/||update|| {of_update:.1e}")
@@ -155,8 +176,9 @@ def test_sampling_masks_after_the_first_stop_token(smollm2_dir):
     config = loop.LoopConfig(num_generations=2, max_new_tokens=4)
     chats = [[{"role": "user", "content": p}] for p in PROMPTS[:2]]
     prompt_ids, prompt_mask = loop.tokenize_prompts(tokenizer, chats)
-    ids, mask, completion, completion_mask = loop.sample_completions(_FakeGenerator(), tokenizer, prompt_ids,
-                                                                        prompt_mask, config)
+    ids, mask, completion, completion_mask = loop.sample_completions(
+        _FakeGenerator(), tokenizer, prompt_ids, prompt_mask, config
+    )
     assert torch.equal(ids, prompt_ids.repeat_interleave(2, 0))  # each prompt G times in a row
     assert torch.equal(ids[0], ids[1]) and not torch.equal(ids[1], ids[2])
     assert completion_mask.tolist() == [[1, 1, 0, 0], [1, 1, 1, 1]] * 2  # the stop token kept, after it nothing
@@ -176,11 +198,18 @@ def test_each_stage_adds_one_piece():
         loop.variant_config("ppo")
 
 
-@pytest.mark.parametrize("bad, message", [
-    (dict(num_generations=1), "num_generations must be >= 2"), (dict(loss_type="sum"), "loss_type must be one of"),
-    (dict(epsilon=1.5), "epsilon must lie in"), (dict(steps=0), "steps must be >= 1"),
-    (dict(temperature=0.0), "temperature must be > 0"), (dict(beta=-0.1), "beta must be >= 0"),
-    (dict(num_iterations=0), "num_iterations must be >= 1")])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (dict(num_generations=1), "num_generations must be >= 2"),
+        (dict(loss_type="sum"), "loss_type must be one of"),
+        (dict(epsilon=1.5), "epsilon must lie in"),
+        (dict(steps=0), "steps must be >= 1"),
+        (dict(temperature=0.0), "temperature must be > 0"),
+        (dict(beta=-0.1), "beta must be >= 0"),
+        (dict(num_iterations=0), "num_iterations must be >= 1"),
+    ],
+)
 def test_a_bad_config_says_what_is_wrong(bad, message):
     with pytest.raises(ValueError, match=message):
         loop.LoopConfig(**bad)
@@ -200,14 +229,32 @@ def test_cli_rejects_a_bad_stage_and_bad_steps(capsys):
 def tiny_run(tiny_model_dir, tmp_path_factory):
     """Three steps of the loop on the tiny float64 policy (num_iterations 2: batches at steps 1 and 3)."""
     model, tokenizer = lora_policy(tiny_model_dir, torch.float64)
-    config = loop.LoopConfig(variant="tiny", num_iterations=2, beta=0.04, prompts_per_step=2, num_generations=G,
-                                   max_new_tokens=8, temperature=1.0, steps=3, heldout_every=2)
+    config = loop.LoopConfig(
+        variant="tiny",
+        num_iterations=2,
+        beta=0.04,
+        prompts_per_step=2,
+        num_generations=G,
+        max_new_tokens=8,
+        temperature=1.0,
+        steps=3,
+        heldout_every=2,
+    )
     prompts = [{"prompt": [{"role": "user", "content": p}], "answer": "4"} for p in PROMPTS + PROMPTS[:1]]
     heldout = [{"question": "What is 2 + 2?", "answer": "4"}, {"question": "What is 3 + 4?", "answer": "7"}]
     out = tmp_path_factory.mktemp("tiny-run")
     torch.manual_seed(0)
-    return loop_runs.run_loop(model, tokenizer, config, prompts=prompts, heldout=heldout, reward_funcs=REWARDS,
-                              output_dir=out, command="test", log=None), config
+    return loop_runs.run_loop(
+        model,
+        tokenizer,
+        config,
+        prompts=prompts,
+        heldout=heldout,
+        reward_funcs=REWARDS,
+        output_dir=out,
+        command="test",
+        log=None,
+    ), config
 
 
 def test_metrics_csv_has_every_column_and_the_steps(tiny_run):
@@ -219,8 +266,8 @@ def test_metrics_csv_has_every_column_and_the_steps(tiny_run):
     with open(run.metrics_csv, newline="") as f:
         rows = list(csv.DictReader(f))
     header = list(rows[0])
-    assert header[:len(loop.METRIC_COLUMNS)] == list(loop.METRIC_COLUMNS)
-    assert header[len(loop.METRIC_COLUMNS):] == [f"rewards/{f.__name__}/mean" for f in REWARDS]
+    assert header[: len(loop.METRIC_COLUMNS)] == list(loop.METRIC_COLUMNS)
+    assert header[len(loop.METRIC_COLUMNS) :] == [f"rewards/{f.__name__}/mean" for f in REWARDS]
     assert [r["step"] for r in rows] == ["0", "1", "2", "3"]  # step 0: held-out accuracy before training
     assert [r["rollout"] for r in rows[1:]] == ["0", "0", "1"]  # each batch used num_iterations times
     assert [r["heldout/accuracy"] != "" for r in rows] == [True, False, True, True]  # every 2 steps and the last
@@ -251,23 +298,32 @@ def test_shared_prompt_pass_gives_the_unshared_gradients(tiny_model_dir):
     config = loop.LoopConfig(num_iterations=2, beta=0.04, num_generations=G, max_new_tokens=10, temperature=1.0)
     prompt_ids, prompt_mask = loop.tokenize_prompts(tokenizer, [[{"role": "user", "content": p}] for p in PROMPTS])
     torch.manual_seed(0)
-    ids, mask, completion, completion_mask = loop.sample_completions(model, tokenizer, prompt_ids, prompt_mask,
-                                                                        config)
+    ids, mask, completion, completion_mask = loop.sample_completions(model, tokenizer, prompt_ids, prompt_mask, config)
     completion[1, 3] = completion[5, 6] = tokenizer.eos_token_id  # two rows end early: a group of mixed lengths
     completion_mask = grpo.completion_mask(completion, tokenizer.eos_token_id)
     rewards = torch.randn(ids.size(0), generator=torch.Generator().manual_seed(0))
     batch = loop.prepare_batch(model, ids, mask, completion, completion_mask, rewards, config)
-    batch.old_logps = batch.old_logps + 0.3 * torch.randn(batch.old_logps.shape, dtype=batch.old_logps.dtype,
-                                                          generator=torch.Generator().manual_seed(1))  # ratio != 1
+    batch.old_logps = batch.old_logps + 0.3 * torch.randn(
+        batch.old_logps.shape, dtype=batch.old_logps.dtype, generator=torch.Generator().manual_seed(1)
+    )  # ratio != 1
     assert completion_mask.sum(1).min() < completion_mask.size(1)  # rows of different lengths
     results = []
     for share in (False, True):
         cfg = config
         model.zero_grad()
         logps = (shared_batch_logps if share else loop.batch_logps)(model, batch, cfg)
-        loss, stats = grpo.grpo_loss(logps, batch.old_logps, batch.ref_logps, batch.advantages,
-                                             batch.completion_mask, cfg.beta, cfg.epsilon, None, cfg.loss_type,
-                                             cfg.max_new_tokens)
+        loss, stats = grpo.grpo_loss(
+            logps,
+            batch.old_logps,
+            batch.ref_logps,
+            batch.advantages,
+            batch.completion_mask,
+            cfg.beta,
+            cfg.epsilon,
+            None,
+            cfg.loss_type,
+            cfg.max_new_tokens,
+        )
         loss.backward()
         results.append((loss.item(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
     (plain_loss, plain), (shared_loss, shared) = results

@@ -3,9 +3,9 @@ import csv
 import pytest
 
 from helpers.data.gsm8k import load_gsm8k
+from helpers.rewards import REWARD_FUNCS
 from helpers.training.models import load_model
 from helpers.training.profiles import PROFILES
-from helpers.rewards import REWARD_FUNCS
 from helpers.training.trainer import train
 
 
@@ -15,17 +15,33 @@ def distinct_characters(completions, **kwargs):
 
 
 def test_one_grpo_step_on_a_tiny_model_writes_metrics_and_adapter(tiny_model_dir, tmp_path):
-    profile = PROFILES["cpu"].replace(max_completion_length=8, max_prompt_length=256,
-                                      per_device_train_batch_size=16)  # 4 prompts x 4
+    profile = PROFILES["cpu"].replace(
+        max_completion_length=8, max_prompt_length=256, per_device_train_batch_size=16
+    )  # 4 prompts x 4
     model, tokenizer = load_model(profile, tiny_model_dir)
-    run = train(profile, max_steps=1, model=model, tokenizer=tokenizer, dataset=load_gsm8k("train", n=4),
-                output_dir=tmp_path / "run", reward_funcs=[*REWARD_FUNCS, distinct_characters])
+    run = train(
+        profile,
+        max_steps=1,
+        model=model,
+        tokenizer=tokenizer,
+        dataset=load_gsm8k("train", n=4),
+        output_dir=tmp_path / "run",
+        reward_funcs=[*REWARD_FUNCS, distinct_characters],
+    )
     with open(run.metrics_csv) as f:
         rows = list(csv.DictReader(f))
     assert [r["step"] for r in rows] == ["1"]
-    for column in ("reward", "reward_std", "completions/mean_length", "completions/clipped_ratio",
-                   "loss", "grad_norm", "step_time_s", "rewards/correctness_reward_func/mean",
-                   "rewards/xmlcount_reward_func/mean"):
+    for column in (
+        "reward",
+        "reward_std",
+        "completions/mean_length",
+        "completions/clipped_ratio",
+        "loss",
+        "grad_norm",
+        "step_time_s",
+        "rewards/correctness_reward_func/mean",
+        "rewards/xmlcount_reward_func/mean",
+    ):
         assert rows[0][column] != "", column
     assert float(rows[0]["completions/mean_length"]) <= 8 and "kl" not in rows[0]  # beta = 0: no KL
     assert (run.adapter_dir / "adapter_model.safetensors").exists()
@@ -51,14 +67,22 @@ def test_interrupted_run_resumes_from_its_checkpoint_and_continues_the_csv(tiny_
             if state.global_step == 1:
                 raise Disconnect
 
-    profile = PROFILES["cpu"].replace(max_completion_length=8, save_steps=1, max_steps=2,
-                                      per_device_train_batch_size=16)  # 4 prompts x 4
+    profile = PROFILES["cpu"].replace(
+        max_completion_length=8, save_steps=1, max_steps=2, per_device_train_batch_size=16
+    )  # 4 prompts x 4
     data, out = load_gsm8k("train", n=4), tmp_path / "run"
     funcs = [*REWARD_FUNCS, distinct_characters]
     model, tokenizer = load_model(profile, tiny_model_dir)
     try:
-        train(profile, model=model, tokenizer=tokenizer, dataset=data, output_dir=out, reward_funcs=funcs,
-              callbacks=[DisconnectAfterFirstCheckpoint()])
+        train(
+            profile,
+            model=model,
+            tokenizer=tokenizer,
+            dataset=data,
+            output_dir=out,
+            reward_funcs=funcs,
+            callbacks=[DisconnectAfterFirstCheckpoint()],
+        )
         raise AssertionError("the run should have been interrupted")
     except Disconnect:
         pass
@@ -132,12 +156,19 @@ def test_a_checkpoint_counts_only_if_it_loads(tmp_path, capsys):
 
 def test_on_drive_a_run_keeps_one_checkpoint(tiny_model_dir, tmp_path, monkeypatch):
     """Issue 18, 2: every rotated checkpoint on Drive probably lands in its trash; keep only one there."""
-    profile = PROFILES["cpu"].replace(max_completion_length=8, save_steps=1, max_steps=2,
-                                      per_device_train_batch_size=16)  # 4 prompts x 4
+    profile = PROFILES["cpu"].replace(
+        max_completion_length=8, save_steps=1, max_steps=2, per_device_train_batch_size=16
+    )  # 4 prompts x 4
     monkeypatch.setenv("GRPO_DRIVE_DIR", str(tmp_path / "drive"))
     model, tokenizer = load_model(profile, tiny_model_dir)
-    run = train(profile, model=model, tokenizer=tokenizer, dataset=load_gsm8k("train", n=4),
-                output_dir=tmp_path / "drive" / "run", reward_funcs=[*REWARD_FUNCS, distinct_characters])
+    run = train(
+        profile,
+        model=model,
+        tokenizer=tokenizer,
+        dataset=load_gsm8k("train", n=4),
+        output_dir=tmp_path / "drive" / "run",
+        reward_funcs=[*REWARD_FUNCS, distinct_characters],
+    )
     assert run.trainer.args.save_total_limit == 1 and profile.save_total_limit == 2
     assert sorted(p.name for p in (tmp_path / "drive" / "run").glob("checkpoint-*")) == ["checkpoint-2"]
 
@@ -164,5 +195,11 @@ def test_a_dataset_smaller_than_one_step_is_refused(tiny_model_dir, tmp_path):
     profile = PROFILES["cpu"].replace(max_completion_length=8)
     model, tokenizer = load_model(profile, tiny_model_dir)
     with pytest.raises(ValueError, match="4 prompts, fewer than the 16 a step draws"):
-        train(profile, max_steps=1, model=model, tokenizer=tokenizer, dataset=load_gsm8k("train", n=4),
-              output_dir=tmp_path / "run")
+        train(
+            profile,
+            max_steps=1,
+            model=model,
+            tokenizer=tokenizer,
+            dataset=load_gsm8k("train", n=4),
+            output_dir=tmp_path / "run",
+        )

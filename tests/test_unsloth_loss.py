@@ -24,9 +24,9 @@ import sys
 
 import pytest
 import torch
+from pinned_wheels import source, wheel
 
 from helpers.grpo import LOSS_TYPES, group_advantages, grpo_loss
-from pinned_wheels import source, wheel
 
 ZOO_FILE = "unsloth_zoo/rl_replacements.py"
 K3_CAP = 10.0
@@ -59,10 +59,23 @@ def batch(seed=0, spread=0.3):
 
 
 def theirs(unsloth_loss, logp, old, ref, mask, advantages, beta, loss_type, **extra):
-    loss, *_ = unsloth_loss(ref, logp, old, extra.pop("sampling", None), torch.zeros_like(mask), mask, beta,
-                            advantages, loss_type=loss_type, epsilon_low=0.2, epsilon_high=0.2,
-                            max_completion_length=mask.size(1), num_items_in_batch=mask.sum(),
-                            current_gradient_accumulation_steps=1, **extra)
+    loss, *_ = unsloth_loss(
+        ref,
+        logp,
+        old,
+        extra.pop("sampling", None),
+        torch.zeros_like(mask),
+        mask,
+        beta,
+        advantages,
+        loss_type=loss_type,
+        epsilon_low=0.2,
+        epsilon_high=0.2,
+        max_completion_length=mask.size(1),
+        num_items_in_batch=mask.sum(),
+        current_gradient_accumulation_steps=1,
+        **extra,
+    )
     return loss
 
 
@@ -73,8 +86,9 @@ def test_equal_where_no_clamp_binds(unsloth_loss, loss_type, on_policy, beta):
     logp, old, ref, mask, advantages = batch()
     old = None if on_policy else old
     assert ((ref - logp.detach()) * mask).abs().max() < 2.5  # k3 below the cap everywhere
-    ours, _ = grpo_loss(logp, old, ref, advantages, mask, beta, 0.2, 0.2, loss_type=loss_type,
-                        max_completion_length=mask.size(1))
+    ours, _ = grpo_loss(
+        logp, old, ref, advantages, mask, beta, 0.2, 0.2, loss_type=loss_type, max_completion_length=mask.size(1)
+    )
     unsloth = theirs(unsloth_loss, logp, old, ref, mask, advantages, beta, loss_type)
     assert abs(ours.item() - unsloth.item()) <= 1e-6
     (g_ours,) = torch.autograd.grad(ours, logp)
@@ -126,11 +140,35 @@ def test_the_t4_run_has_no_importance_sampling_correction(unsloth_loss):
     sampling = old + 0.5  # vLLM's log-probs differ from the trainer's: the correction would reweight
     ours, _ = grpo_loss(logp, old, ref, advantages, mask, 0.04, 0.2, 0.2, loss_type="grpo")
     # what grpo_accumulated_loss passes with TRL 0.22.2: the flag is getattr(trainer, ..., False)
-    off = theirs(unsloth_loss, logp, old, ref, mask, advantages, 0.04, "grpo", sampling=sampling, use_vllm=True,
-                 vllm_importance_sampling_correction=False)
-    on = theirs(unsloth_loss, logp, old, ref, mask, advantages, 0.04, "grpo", sampling=sampling, use_vllm=True,
-                vllm_importance_sampling_correction=True, vllm_importance_sampling_mode="token_truncate",
-                vllm_importance_sampling_clip_min=0, vllm_importance_sampling_clip_max=2.0)
+    off = theirs(
+        unsloth_loss,
+        logp,
+        old,
+        ref,
+        mask,
+        advantages,
+        0.04,
+        "grpo",
+        sampling=sampling,
+        use_vllm=True,
+        vllm_importance_sampling_correction=False,
+    )
+    on = theirs(
+        unsloth_loss,
+        logp,
+        old,
+        ref,
+        mask,
+        advantages,
+        0.04,
+        "grpo",
+        sampling=sampling,
+        use_vllm=True,
+        vllm_importance_sampling_correction=True,
+        vllm_importance_sampling_mode="token_truncate",
+        vllm_importance_sampling_clip_min=0,
+        vllm_importance_sampling_clip_max=2.0,
+    )
     assert abs(off.item() - ours.item()) <= 1e-6 and abs(on.item() - ours.item()) > 1e-3
 
 
@@ -147,14 +185,26 @@ def test_importing_the_real_module_gives_the_same_loss(unsloth_loss, tmp_path):
     tensors = {k: v.detach().tolist() for k, v in dict(logp=logp, old=old, ref=ref, mask=mask, adv=advantages).items()}
     code = (
         "import json, sys, torch\nimport unsloth\nfrom unsloth_zoo.rl_replacements import grpo_compute_loss\n"
-        "t = {k: torch.tensor(v, dtype=torch.long if k == 'mask' else torch.float64) for k, v in json.loads(sys.argv[1]).items()}\n"
-        "loss, *_ = grpo_compute_loss(t['ref'], t['logp'], t['old'], None, torch.zeros_like(t['mask']), t['mask'], 0.04,"
-        " t['adv'], loss_type='grpo', epsilon_low=0.2, epsilon_high=0.2, current_gradient_accumulation_steps=1)\n"
-        "print('LOSS', repr(loss.item()))\n")
-    result = subprocess.run([sys.executable, "-c", code, json.dumps(tensors)], cwd=tmp_path / "wheels",
-                            capture_output=True, text=True, timeout=600,
-                            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OMP_NUM_THREADS": "1",
-                                 "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(tmp_path / "wheels")})
+        "t = {k: torch.tensor(v, dtype=torch.long if k == 'mask' else torch.float64)\n"
+        "     for k, v in json.loads(sys.argv[1]).items()}\n"
+        "loss, *_ = grpo_compute_loss(t['ref'], t['logp'], t['old'], None, torch.zeros_like(t['mask']), t['mask'],"
+        " 0.04, t['adv'], loss_type='grpo', epsilon_low=0.2, epsilon_high=0.2, current_gradient_accumulation_steps=1)\n"
+        "print('LOSS', repr(loss.item()))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(tensors)],
+        cwd=tmp_path / "wheels",
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "OMP_NUM_THREADS": "1",
+            "HF_HUB_OFFLINE": "1",
+            "PYTHONPATH": str(tmp_path / "wheels"),
+        },
+    )
     lines = [line for line in result.stdout.splitlines() if line.startswith("LOSS ")]
     if not lines:
         pytest.skip(f"the pinned unsloth does not import here: {result.stderr.strip()[-400:]}")

@@ -32,13 +32,11 @@ OUT = Path(__file__).resolve().parents[1] / "tests" / "data" / "external_grading
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True).stdout
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
 
 
 def _files(repo: Path, pattern: str) -> list[str]:
-    return [f for f in _git(repo, "ls-tree", "-r", "--name-only", "HEAD").split()
-            if Path(f).match(pattern)]
+    return [f for f in _git(repo, "ls-tree", "-r", "--name-only", "HEAD").split() if Path(f).match(pattern)]
 
 
 def _literal(node: ast.AST):
@@ -59,8 +57,7 @@ def _parametrized(source: str):
             name = ast.unparse(deco.func)
             if name.endswith("parametrize") and len(deco.args) >= 2:
                 argnames = _literal(deco.args[0])
-                argnames = ([a.strip() for a in argnames.split(",")]
-                            if isinstance(argnames, str) else argnames)
+                argnames = [a.strip() for a in argnames.split(",")] if isinstance(argnames, str) else argnames
                 rows = deco.args[1]
             elif name.endswith("expand"):
                 argnames, rows = None, deco.args[0]
@@ -78,8 +75,7 @@ def math_verify(repo: Path) -> list[dict]:
                 continue  # e.g. test_string_extraction's (pred, expected, config)
             for row in rows:
                 if isinstance(row, tuple) and isinstance(row[2], (int, bool)):
-                    cases.append(dict(gold=row[0], pred=row[1], expected=bool(row[2]),
-                                      file=path, test=test))
+                    cases.append(dict(gold=row[0], pred=row[1], expected=bool(row[2]), file=path, test=test))
     return cases
 
 
@@ -88,15 +84,29 @@ def hendrycks_math(repo: Path) -> list[dict]:
     cases = []
     for fn in ast.walk(ast.parse(_git(repo, "show", f"HEAD:{path}"))):
         if isinstance(fn, ast.FunctionDef) and fn.name.startswith("test_"):
-            values = {t.id: _literal(s.value) for s in fn.body if isinstance(s, ast.Assign)
-                      for t in s.targets if isinstance(t, ast.Name)}
-            calls = [c for c in ast.walk(fn) if isinstance(c, ast.Call)
-                     and ast.unparse(c.func) in ("self.assertTrue", "self.assertFalse")]
+            values = {
+                t.id: _literal(s.value)
+                for s in fn.body
+                if isinstance(s, ast.Assign)
+                for t in s.targets
+                if isinstance(t, ast.Name)
+            }
+            calls = [
+                c
+                for c in ast.walk(fn)
+                if isinstance(c, ast.Call) and ast.unparse(c.func) in ("self.assertTrue", "self.assertFalse")
+            ]
             for call in calls:
                 # math_equivalence.is_equiv(str1, str2): test_in is the gold side
-                cases.append(dict(gold=values["test_in"], pred=values["test_out"],
-                                  expected=ast.unparse(call.func) == "self.assertTrue",
-                                  file=path, test=fn.name))
+                cases.append(
+                    dict(
+                        gold=values["test_in"],
+                        pred=values["test_out"],
+                        expected=ast.unparse(call.func) == "self.assertTrue",
+                        file=path,
+                        test=fn.name,
+                    )
+                )
     return cases
 
 
@@ -109,12 +119,18 @@ def open_instruct(repo: Path) -> list[dict]:
     path = "open_instruct/test_ground_truth_utils.py"
     source = _git(repo, "show", f"HEAD:{path}")
     tree = ast.parse(source)
-    gsm8k = next(c for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
-                 and c.name == "TestGSM8KVerifier")
+    gsm8k = next(c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.name == "TestGSM8KVerifier")
     for test, _, rows in _parametrized(ast.unparse(gsm8k)):
         for _name, prediction, label, score in rows:
-            cases.append(dict(gold=label, pred=prediction, expected=score == 1.0, file=path,
-                              test=f"TestGSM8KVerifier.{test}[{_name}]"))
+            cases.append(
+                dict(
+                    gold=label,
+                    pred=prediction,
+                    expected=score == 1.0,
+                    file=path,
+                    test=f"TestGSM8KVerifier.{test}[{_name}]",
+                )
+            )
     return cases
 
 
@@ -124,21 +140,24 @@ def _reward_cases(repo: Path, path: str) -> list[dict]:
     reward of None (TRL: the gold cannot be parsed) is recorded as not equivalent (fail closed)."""
     cases = []
     tree = ast.parse(_git(repo, "show", f"HEAD:{path}"))
-    owner = {fn: cls.name for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef)
-             for fn in cls.body}
+    owner = {fn: cls.name for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) for fn in cls.body}
     for fn in ast.walk(tree):
         if not (isinstance(fn, ast.FunctionDef) and fn.name.startswith("test_")):
             continue
-        values = {t.id: _literal(s.value) for s in fn.body if isinstance(s, ast.Assign)
-                  for t in s.targets if isinstance(t, ast.Name)}
+        values = {
+            t.id: _literal(s.value)
+            for s in fn.body
+            if isinstance(s, ast.Assign)
+            for t in s.targets
+            if isinstance(t, ast.Name)
+        }
         completions = values.get("completion") or values.get("completions")
         solutions = values.get("solution") or values.get("solutions")
         if not completions or not solutions or "accuracy" not in ast.unparse(fn):
             continue
         expected = {}
         for node in ast.walk(fn):
-            if (isinstance(node, ast.Call) and ast.unparse(node.func).endswith("assertEqual")
-                    and len(node.args) == 2):
+            if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("assertEqual") and len(node.args) == 2:
                 left, right = node.args
             elif isinstance(node, ast.Compare) and len(node.comparators) == 1:
                 left, right = node.left, node.comparators[0]
@@ -148,15 +167,22 @@ def _reward_cases(repo: Path, path: str) -> list[dict]:
                 expected[int(m.group(1))] = _literal(right)
         for i, (completion, gold) in enumerate(zip(completions, solutions)):
             if i in expected and expected[i] in (0.0, 1.0, None):
-                cases.append(dict(gold=gold, pred=completion[0]["content"],
-                                  expected=expected[i] == 1.0, file=path,
-                                  test=f"{owner[fn]}.{fn.name}" if fn in owner else fn.name))
+                cases.append(
+                    dict(
+                        gold=gold,
+                        pred=completion[0]["content"],
+                        expected=expected[i] == 1.0,
+                        file=path,
+                        test=f"{owner[fn]}.{fn.name}" if fn in owner else fn.name,
+                    )
+                )
     return cases
 
 
 _IN_SCOPE_COMMANDS = re.compile(
     r"\\(?:[dtc]?frac|sqrt|pi|cdot|times|div|left|right|boxed|text|mathrm|textnormal|mbox"
-    r"|textit|textbf|%|\$|!|,|;|circ)(?![A-Za-z])")
+    r"|textit|textbf|%|\$|!|,|;|circ)(?![A-Za-z])"
+)
 _TEXT_COMMAND = re.compile(r"\\(?:text|mathrm|textnormal|mbox|textit|textbf)\s*\{[^{}]*\}")
 
 
@@ -175,8 +201,7 @@ def scope(gold: str, test: str) -> str:
     g = _TEXT_COMMAND.sub(" ", g)
     g = _IN_SCOPE_COMMANDS.sub(" ", g)
     g = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", g)  # thousands groups
-    return "number" if re.fullmatch(r"[\d\s.+\-*/^(){}%$\u00b0\u20ac]*\d[\d\s.+\-*/^(){}%$]*",
-                                    g) else "other"
+    return "number" if re.fullmatch(r"[\d\s.+\-*/^(){}%$\u00b0\u20ac]*\d[\d\s.+\-*/^(){}%$]*", g) else "other"
 
 
 SOURCES = {

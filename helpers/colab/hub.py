@@ -1,5 +1,4 @@
-"""Is the Hugging Face hub usable right now? (Offline machines fall back to local sources.)
-"""
+"""Is the Hugging Face hub usable right now? (Offline machines fall back to local sources.)"""
 
 from __future__ import annotations
 

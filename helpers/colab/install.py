@@ -33,7 +33,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -55,10 +54,21 @@ CONSTRAINTS = "requirements/nodeps.txt"  # trl==0.22.2, held in the resolving st
 
 
 # Modules that, once loaded in the kernel, need a restart when the install changes their version.
-WATCHED = {"numpy": "numpy", "PIL": "pillow", "torch": "torch", "scipy": "scipy", "pandas": "pandas",
-           "pyarrow": "pyarrow", "matplotlib": "matplotlib", "transformers": "transformers",
-           "tokenizers": "tokenizers", "safetensors": "safetensors", "huggingface_hub": "huggingface-hub",
-           "datasets": "datasets", "triton": "triton"}
+WATCHED = {
+    "numpy": "numpy",
+    "PIL": "pillow",
+    "torch": "torch",
+    "scipy": "scipy",
+    "pandas": "pandas",
+    "pyarrow": "pyarrow",
+    "matplotlib": "matplotlib",
+    "transformers": "transformers",
+    "tokenizers": "tokenizers",
+    "safetensors": "safetensors",
+    "huggingface_hub": "huggingface-hub",
+    "datasets": "datasets",
+    "triton": "triton",
+}
 
 
 class RestartRequired(RuntimeError):
@@ -70,8 +80,12 @@ def gpu_from_smi():
     from helpers.training.hardware import GPU
 
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,compute_cap,memory.total",
-                              "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,compute_cap,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     lines = out.stdout.strip().splitlines()
@@ -148,10 +162,14 @@ def pip_commands(stack: str, pins=()) -> list[list[str]]:
     """
     pip = [sys.executable, "-m", "pip", "install", "-q"]
     held = ["-c", CONSTRAINTS]  # trl's pin in the resolving step as well as in the --no-deps one
-    first = {"unsloth": [pip + ["-r", "requirements.txt"] + held],
-             "trl": [pip + ["-r", "requirements/common.txt"] + held],
-             "cpu": [pip + ["-r", "requirements/common.txt", "gguf", "sentencepiece"] + held,
-                     pip + ["--no-deps", "-r", "requirements/cpu-nodeps.txt"]]}
+    first = {
+        "unsloth": [pip + ["-r", "requirements.txt"] + held],
+        "trl": [pip + ["-r", "requirements/common.txt"] + held],
+        "cpu": [
+            pip + ["-r", "requirements/common.txt", "gguf", "sentencepiece"] + held,
+            pip + ["--no-deps", "-r", "requirements/cpu-nodeps.txt"],
+        ],
+    }
     if stack not in first:
         raise ValueError(f"unknown stack {stack!r}; choose one of {STACKS}")
     commands = first[stack]
@@ -216,9 +234,11 @@ def install_once(root=ROOT, run=subprocess.run, modules=None, stack: str | None 
     changed = changed_versions(before)
     if changed:
         listed = ", ".join(f"{dist} {old} -> {new}" for dist, (old, new) in sorted(changed.items()))
-        raise RestartRequired(f"The install changed packages this kernel had already loaded ({listed}). "
-                              "Runtime > Restart session, then Run all again: the install is done and "
-                              "will be skipped.")
+        raise RestartRequired(
+            f"The install changed packages this kernel had already loaded ({listed}). "
+            "Runtime > Restart session, then Run all again: the install is done and "
+            "will be skipped."
+        )
     return True
 
 

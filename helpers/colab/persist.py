@@ -31,7 +31,6 @@ import os
 import re
 from pathlib import Path
 
-
 DRIVE_MOUNT = Path("/content/drive")
 
 
@@ -49,8 +48,7 @@ TRUE, FALSE = ("1", "true", "yes"), ("0", "false", "no")
 
 def drive_requested() -> bool:
     """True when ``GRPO_DRIVE`` is 1/true/yes or ``GRPO_DRIVE_DIR`` is set."""
-    return (os.environ.get("GRPO_DRIVE", "").lower() in TRUE
-            or bool(os.environ.get("GRPO_DRIVE_DIR")))
+    return os.environ.get("GRPO_DRIVE", "").lower() in TRUE or bool(os.environ.get("GRPO_DRIVE_DIR"))
 
 
 def drive_default(profile) -> bool:
@@ -76,8 +74,9 @@ def mount_drive() -> Path:
         try:
             from google.colab import drive
         except ImportError:
-            raise RuntimeError("Google Drive can only be mounted in Colab; set GRPO_DRIVE_DIR to "
-                               "a folder to keep runs there instead") from None
+            raise RuntimeError(
+                "Google Drive can only be mounted in Colab; set GRPO_DRIVE_DIR to a folder to keep runs there instead"
+            ) from None
         drive.mount(str(DRIVE_MOUNT))
     return DRIVE_MOUNT / "MyDrive"
 
@@ -139,9 +138,11 @@ def drive_cost(profile, lora_parameters: int) -> str:
     checkpoint = lora_parameters * (4 + OPTIMIZER_BYTES[profile.optim]) / 1e9
     written = profile.max_steps // profile.save_steps if profile.save_steps > 0 else 0
     kept, adapter = min(written, DRIVE_CHECKPOINTS), 4 * lora_parameters / 1e9
-    return (f"On Drive (estimate): {written} checkpoints of {checkpoint:.2f} GB, {kept} kept, "
-            f"{written - kept} probably in Drive's trash ({(written - kept) * checkpoint:.1f} GB until you "
-            f"empty it), plus the {adapter:.2f} GB adapter: {written * checkpoint + adapter:.1f} GB in all")
+    return (
+        f"On Drive (estimate): {written} checkpoints of {checkpoint:.2f} GB, {kept} kept, "
+        f"{written - kept} probably in Drive's trash ({(written - kept) * checkpoint:.1f} GB until you "
+        f"empty it), plus the {adapter:.2f} GB adapter: {written * checkpoint + adapter:.1f} GB in all"
+    )
 
 
 def _check_hub_id(repo_id: str) -> str:
@@ -169,8 +170,12 @@ def push_adapter(adapter_dir, repo_id: str, *, private: bool = True, api=None) -
 
         api = HfApi()
     api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
-    api.upload_folder(repo_id=repo_id, repo_type="model", folder_path=str(adapter_dir),
-                      commit_message="LoRA adapter from the GRPO course")
+    api.upload_folder(
+        repo_id=repo_id,
+        repo_type="model",
+        folder_path=str(adapter_dir),
+        commit_message="LoRA adapter from the GRPO course",
+    )
     return f"https://huggingface.co/{repo_id}"
 
 
@@ -198,15 +203,18 @@ def pull_adapter(repo_id: str, dest=None, *, download=None) -> Path:
 def missing_adapter_help(spec, profile_name: str) -> str:
     """What to do when notebook 06 finds no adapter at ``spec`` (one message, three ways)."""
     drive = f"/content/drive/MyDrive/{DRIVE_SUBDIR}/outputs/grpo-{profile_name}/lora_adapter"
-    return (f"No LoRA adapter at {spec}. In Colab each notebook has its own runtime and /content is "
-            "wiped when it disconnects, so bring the adapter notebook 05 trained in one of three ways:\n"
-            "  1. in this same runtime, run notebook 05 first (it saves outputs/grpo-"
-            f"{profile_name}/lora_adapter);\n"
-            "  2. Google Drive: run notebook 05 with USE_DRIVE = True in its settings cell (the default "
-            f"in Colab on a GPU; or GRPO_DRIVE=1), then here USE_DRIVE = True as well (reads {drive});\n"
-            "  3. the Hub: run notebook 05 with HUB_REPO = 'your-name/grpo-" f"{profile_name}-lora' "
-            "(and an HF_TOKEN secret with write access), then here set ADAPTER (or GRPO_ADAPTER) to "
-            "that repo id.")
+    return (
+        f"No LoRA adapter at {spec}. In Colab each notebook has its own runtime and /content is "
+        "wiped when it disconnects, so bring the adapter notebook 05 trained in one of three ways:\n"
+        "  1. in this same runtime, run notebook 05 first (it saves outputs/grpo-"
+        f"{profile_name}/lora_adapter);\n"
+        "  2. Google Drive: run notebook 05 with USE_DRIVE = True in its settings cell (the default "
+        f"in Colab on a GPU; or GRPO_DRIVE=1), then here USE_DRIVE = True as well (reads {drive});\n"
+        "  3. the Hub: run notebook 05 with HUB_REPO = 'your-name/grpo-"
+        f"{profile_name}-lora' "
+        "(and an HF_TOKEN secret with write access), then here set ADAPTER (or GRPO_ADAPTER) to "
+        "that repo id."
+    )
 
 
 def locate_adapter(spec, profile_name: str = "t4", *, download=None) -> Path:
@@ -230,6 +238,7 @@ def locate_adapter(spec, profile_name: str = "t4", *, download=None) -> Path:
         try:
             return pull_adapter(str(spec), download=download)
         except Exception as error:  # missing or private repo, no network, no adapter in it
-            raise FileNotFoundError(f"{missing_adapter_help(spec, profile_name)}\n(the Hub said: "
-                                    f"{type(error).__name__}: {error})") from error
+            raise FileNotFoundError(
+                f"{missing_adapter_help(spec, profile_name)}\n(the Hub said: {type(error).__name__}: {error})"
+            ) from error
     raise FileNotFoundError(missing_adapter_help(spec, profile_name))

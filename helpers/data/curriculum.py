@@ -5,11 +5,10 @@ wrong has zero advantages). So the prompts must sit where the policy succeeds *s
 source material describes the R1-style recipe with "a dynamic curriculum from single-variable
 equations upward": one operation, then two, then GSM8K. The ``cpu`` profile's schedule is one phase,
 one- and two-operation problems in every batch, and no GSM8K: a 135M model after its cold start solves
-about half of one-operation problems, 8 of 64 two-operation ones and no GSM8K question
+about half of one-operation problems, few two-operation ones and no GSM8K question
 (``results/cpu-curriculum``), so a GSM8K group is all wrong, teaches correctness nothing and costs a
-rollout. The recipe was measured with this one phase only (``results/exploration/README.md``, round
-3; with 4 prompts a step, a phase of one-operation problems first did better than mixing, g2 against
-g3). Schedules with more phases, GSM8K among them, are built the same way
+rollout (the schedules tried are in ``docs/LOG.md``). Schedules with more phases, GSM8K among them,
+are built the same way
 (``Phase(1/3, ((1, 20),)), Phase(2/3, ((1, 20), (2, 20), GSM8K))``).
 
 A schedule is a tuple of :class:`Phase`: each takes a share of the steps and names its source
@@ -25,7 +24,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
 
 GSM8K = (0, 0)  # a source: GSM8K train questions
 
@@ -117,14 +115,17 @@ def curriculum_dataset(phases, *, batches: int, prompts_per_batch: int, seed: in
             columns["answer"].append(answer)
             columns["phase"].append(phase.name)
         parts.append(f"{count} batches of {phase.name}")
-    return Dataset.from_dict(columns, info=DatasetInfo(
-        description=f"curriculum, {prompts_per_batch} prompt(s) per batch: " + ", then ".join(parts)))
+    return Dataset.from_dict(
+        columns,
+        info=DatasetInfo(description=f"curriculum, {prompts_per_batch} prompt(s) per batch: " + ", then ".join(parts)),
+    )
 
 
 def _source_rows(source: tuple, start: int, n: int, seed: int, gsm8k_skip: int) -> list[tuple]:
     """Rows ``start .. start + n`` of a source as ``(question, prompt, answer)``: GSM8K train after the
     cold start's rows (cycling a short split), or course-written *train* problems."""
-    from helpers.data.gsm8k import load_gsm8k, make_prompt
+    from helpers.course_format import make_prompt
+    from helpers.data.gsm8k import load_gsm8k
     from helpers.data.problems import make_problems
 
     ops, max_number = source

@@ -14,17 +14,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+
 from helpers.colab.hub import hub_reachable
-
-
-SYSTEM_PROMPT = """Respond in the following format:
-<reasoning>
-...
-</reasoning>
-<answer>
-...
-</answer>"""
-
+from helpers.course_format import SYSTEM_PROMPT, extract_hash_answer, make_prompt
 
 SAMPLE_FILE = Path(__file__).parent / "assets" / "sample_problems.jsonl"
 
@@ -32,26 +24,12 @@ SAMPLE_FILE = Path(__file__).parent / "assets" / "sample_problems.jsonl"
 SPLITS = ("train", "test")
 
 
-def extract_hash_answer(solution: str) -> str:
-    """The final answer of a GSM8K solution: the text after ``####``, stripped.
-
-    ``"...so 3 + 4 = 7.\\n#### 7"`` -> ``"7"``. Labels are kept as written (``"1,000"`` stays).
-
-    Raises:
-        ValueError: no ``####`` in the solution.
-    """
-    if "####" not in solution:
-        raise ValueError(f"not a GSM8K solution (no '####'): {solution[:80]!r}")
-    return solution.split("####")[-1].strip()
-
-
-def make_prompt(question: str, system_prompt: str = SYSTEM_PROMPT) -> list[dict]:
-    """Conversational prompt (TRL format): ``[system, user]`` messages."""
-    return [{"role": "system", "content": system_prompt}, {"role": "user", "content": question}]
-
-
-def load_gsm8k(split: str = "train", data_dir: str | os.PathLike | None = None, n: int | None = None,
-               system_prompt: str = SYSTEM_PROMPT):
+def load_gsm8k(
+    split: str = "train",
+    data_dir: str | os.PathLike | None = None,
+    n: int | None = None,
+    system_prompt: str = SYSTEM_PROMPT,
+):
     """Load a GSM8K split as a ``datasets.Dataset`` with ``question``, ``prompt``, ``answer``.
 
     ``prompt`` is the chat (system + user) that training and evaluation both use; ``answer``
@@ -90,11 +68,14 @@ def read_rows(split: str, data_dir: str | os.PathLike | None = None) -> tuple[li
         from datasets import load_dataset
 
         hub = load_dataset("openai/gsm8k", "main", split=split)
-        return [{"question": q, "answer": a} for q, a in zip(hub["question"], hub["answer"])], \
-            f"GSM8K {split} from the hub (openai/gsm8k)"
+        return [
+            {"question": q, "answer": a} for q, a in zip(hub["question"], hub["answer"])
+        ], f"GSM8K {split} from the hub (openai/gsm8k)"
     rows = sample_rows(split)
-    print(f"GSM8K not found (set GSM8K_DIR or go online): using the embedded sample, "
-          f"{len(rows)} course-written problems that are NOT GSM8K.")
+    print(
+        f"GSM8K not found (set GSM8K_DIR or go online): using the embedded sample, "
+        f"{len(rows)} course-written problems that are NOT GSM8K."
+    )
     return rows, f"embedded course sample ({split}), not GSM8K"
 
 
@@ -107,3 +88,17 @@ def sample_rows(split: str) -> list[dict]:
 def _read_jsonl(path: Path) -> list[dict]:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def running_example(tokenizer, data_dir: str | os.PathLike | None = None, index: int = 0):
+    """The course's running example (:class:`helpers.example.RunningExample`) for GSM8K *test* question
+    ``index`` (default the first): :func:`helpers.example.group_from_solution` on its question and worked
+    solution, read at run time (``data_dir``, default ``GSM8K_DIR``, else the hub, else the embedded sample).
+
+    Raises:
+        ValueError: the tokenizer has no EOS token, or the solution has no worked steps.
+    """
+    from helpers.example import group_from_solution
+
+    rows, source = read_rows("test", data_dir)
+    return group_from_solution(tokenizer, rows[index]["question"], rows[index]["answer"], source)

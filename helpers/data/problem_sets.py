@@ -7,11 +7,12 @@ recipes are chosen (:func:`dev_problem_set`, seed :data:`DEV_SEED`). All are cou
 
 from __future__ import annotations
 
+from helpers.data.problems import make_problems
 from helpers.training.profiles import Profile
-
 
 # Course-written test problems: the final evaluation and the held-out curve use their own draws.
 EVAL_SEED, HELDOUT_SEED = 0, 1
+DEV_SEED = 12345  # the development set: where a recipe is chosen, never the reported test problems
 
 
 def grpo_prompts(profile: Profile):
@@ -31,21 +32,26 @@ def grpo_prompts(profile: Profile):
         return rows
     from helpers.data.curriculum import curriculum_dataset
 
-    return curriculum_dataset(profile.curriculum, batches=math.ceil(profile.max_steps / profile.num_iterations),
-                              prompts_per_batch=prompts_per_step(profile),
-                              seed=profile.seed, gsm8k_skip=skip)
+    return curriculum_dataset(
+        profile.curriculum,
+        batches=math.ceil(profile.max_steps / profile.num_iterations),
+        prompts_per_batch=prompts_per_step(profile),
+        seed=profile.seed,
+        gsm8k_skip=skip,
+    )
 
 
 def eval_problem_set(profile: Profile, n: int | None = None, seed: int = EVAL_SEED) -> list:
     """``n`` (default ``profile.eval_problems``) course-written *test* problems of each difficulty in
     ``profile.eval_levels``, in that order (:func:`helpers.data.problems.make_problems`; never trained on)."""
-    from helpers.data.problems import make_problems
-
     n = profile.eval_problems if n is None else n
     if n < 1:
         return []
-    return [p for ops, top in profile.eval_levels
-            for p in make_problems(n, ops=ops, max_number=top, split="test", seed=seed)]
+    return [
+        p
+        for ops, top in profile.eval_levels
+        for p in make_problems(n, ops=ops, max_number=top, split="test", seed=seed)
+    ]
 
 
 def heldout_problems(profile: Profile) -> list[dict]:
@@ -55,3 +61,11 @@ def heldout_problems(profile: Profile) -> list[dict]:
         return []
     per_level = max(1, profile.heldout_problems // len(profile.eval_levels))
     return [p.to_dict() for p in eval_problem_set(profile, per_level, HELDOUT_SEED)]
+
+
+def dev_problem_set(n: int = 64, levels=((1, 20), (2, 20)), seed: int = DEV_SEED) -> list:
+    """The development set: ``n`` course-written *test-split* problems of each ``(ops, max_number)`` level
+    in ``levels``, in that order, drawn with :data:`DEV_SEED` (a draw of its own, apart from
+    :func:`eval_problem_set`'s and :func:`heldout_problems`'). Recipes are compared on it
+    (``experiments/grpo_recipe.py``); the reported numbers come from :func:`eval_problem_set`."""
+    return [p for ops, top in levels for p in make_problems(n, ops=ops, max_number=top, split="test", seed=seed)]

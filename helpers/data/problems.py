@@ -26,7 +26,6 @@ import hashlib
 import random
 from dataclasses import asdict, dataclass
 
-
 SPLITS = ("train", "test")
 
 
@@ -36,24 +35,66 @@ TEST_SHARE = 4  # one arithmetic instance in TEST_SHARE goes to the test split
 MAX_FACTOR = 12
 
 
-NAMES = (("Ava", "she"), ("Liam", "he"), ("Mia", "she"), ("Noah", "he"), ("Zoe", "she"), ("Omar", "he"),
-         ("Lena", "she"), ("Hugo", "he"), ("Priya", "she"), ("Kenji", "he"), ("Sofia", "she"),
-         ("Mateo", "he"), ("Amara", "she"), ("Felix", "he"), ("Nadia", "she"), ("Ravi", "he"),
-         ("Chloe", "she"), ("Tariq", "he"), ("Ingrid", "she"), ("Diego", "he"), ("Yuki", "she"),
-         ("Samuel", "he"), ("Leila", "she"), ("Arjun", "he"))
+NAMES = (
+    ("Ava", "she"),
+    ("Liam", "he"),
+    ("Mia", "she"),
+    ("Noah", "he"),
+    ("Zoe", "she"),
+    ("Omar", "he"),
+    ("Lena", "she"),
+    ("Hugo", "he"),
+    ("Priya", "she"),
+    ("Kenji", "he"),
+    ("Sofia", "she"),
+    ("Mateo", "he"),
+    ("Amara", "she"),
+    ("Felix", "he"),
+    ("Nadia", "she"),
+    ("Ravi", "he"),
+    ("Chloe", "she"),
+    ("Tariq", "he"),
+    ("Ingrid", "she"),
+    ("Diego", "he"),
+    ("Yuki", "she"),
+    ("Samuel", "he"),
+    ("Leila", "she"),
+    ("Arjun", "he"),
+)
 
 
-OBJECTS = ("apples", "marbles", "stickers", "cookies", "pencils", "books", "shells", "stamps", "crayons",
-           "beads", "coins", "balloons", "cupcakes", "eggs", "flowers", "candies", "blocks", "cards",
-           "buttons", "lemons")
+OBJECTS = (
+    "apples",
+    "marbles",
+    "stickers",
+    "cookies",
+    "pencils",
+    "books",
+    "shells",
+    "stamps",
+    "crayons",
+    "beads",
+    "coins",
+    "balloons",
+    "cupcakes",
+    "eggs",
+    "flowers",
+    "candies",
+    "blocks",
+    "cards",
+    "buttons",
+    "lemons",
+)
 
 
 CONTAINERS = (("box", "boxes"), ("bag", "bags"), ("pack", "packs"), ("jar", "jars"), ("basket", "baskets"))
 
 
-KINDS = {1: ("add", "sub", "mul", "div"),
-         2: ("add_sub", "mul_add", "more_total", "mul_sub"),
-         3: ("mul_add_sub", "sum_diff", "add_mul_sub")}
+KINDS = {
+    1: ("add", "sub", "mul", "div"),
+    2: ("add_sub", "mul_add", "more_total", "mul_sub"),
+    3: ("mul_add_sub", "sum_diff", "add_mul_sub"),
+}
 
 
 @dataclass(frozen=True)
@@ -98,33 +139,42 @@ class _Draw:
 
 def _add(d: _Draw):
     a, b = d.number(), d.number()
-    q = d.rng.choice((
-        f"{d.name} has {a} {d.obj}. {d.He} buys {b} more {d.obj}. How many {d.obj} does {d.name} have now?",
-        f"{d.name} picked {a} {d.obj} in the morning and {b} {d.obj} in the afternoon. "
-        f"How many {d.obj} did {d.name} pick in all?",
-        f"There are {a} {d.obj} in a {d.box}. {d.name} puts {b} more {d.obj} in it. "
-        f"How many {d.obj} are in the {d.box} now?"))
+    q = d.rng.choice(
+        (
+            f"{d.name} has {a} {d.obj}. {d.He} buys {b} more {d.obj}. How many {d.obj} does {d.name} have now?",
+            f"{d.name} picked {a} {d.obj} in the morning and {b} {d.obj} in the afternoon. "
+            f"How many {d.obj} did {d.name} pick in all?",
+            f"There are {a} {d.obj} in a {d.box}. {d.name} puts {b} more {d.obj} in it. "
+            f"How many {d.obj} are in the {d.box} now?",
+        )
+    )
     return q, [f"{d.name} has {a} + {b} = {a + b} {d.obj}."], f"{a} + {b}", a + b
 
 
 def _sub(d: _Draw):
     a = d.number(3)
     b = d.number(1, a - 1)
-    q = d.rng.choice((
-        f"{d.name} has {a} {d.obj}. {d.He} gives {b} {d.obj} to {d.friend}. "
-        f"How many {d.obj} does {d.name} have left?",
-        f"{d.name} had {a} {d.obj}. {d.He} lost {b} of them. How many {d.obj} does {d.name} have now?",
-        f"A shop had {a} {d.obj}. It sold {b} of them. How many {d.obj} does the shop have left?"))
+    q = d.rng.choice(
+        (
+            f"{d.name} has {a} {d.obj}. {d.He} gives {b} {d.obj} to {d.friend}. "
+            f"How many {d.obj} does {d.name} have left?",
+            f"{d.name} had {a} {d.obj}. {d.He} lost {b} of them. How many {d.obj} does {d.name} have now?",
+            f"A shop had {a} {d.obj}. It sold {b} of them. How many {d.obj} does the shop have left?",
+        )
+    )
     return q, [f"{a} - {b} = {a - b} {d.obj} are left."], f"{a} - {b}", a - b
 
 
 def _mul(d: _Draw):
     a, b = d.factor(), d.factor()
-    q = d.rng.choice((
-        f"{d.name} buys {a} {d.boxes} of {d.obj}. Each {d.box} holds {b} {d.obj}. "
-        f"How many {d.obj} does {d.name} buy?",
-        f"There are {a} tables with {b} {d.obj} on each table. How many {d.obj} are there in total?",
-        f"{d.name} reads {b} pages every day. How many pages does {d.he} read in {a} days?"))
+    q = d.rng.choice(
+        (
+            f"{d.name} buys {a} {d.boxes} of {d.obj}. Each {d.box} holds {b} {d.obj}. "
+            f"How many {d.obj} does {d.name} buy?",
+            f"There are {a} tables with {b} {d.obj} on each table. How many {d.obj} are there in total?",
+            f"{d.name} reads {b} pages every day. How many pages does {d.he} read in {a} days?",
+        )
+    )
     return q, [f"{a} * {b} = {a * b}."], f"{a} * {b}", a * b
 
 
@@ -132,87 +182,150 @@ def _div(d: _Draw):
     b, quotient = d.factor(), d.factor()
     a = b * quotient
     d.numbers[-2:] = [a, b]
-    q = d.rng.choice((
-        f"{d.name} has {a} {d.obj} and shares them equally among {b} friends. "
-        f"How many {d.obj} does each friend get?",
-        f"{d.name} puts {a} {d.obj} into {d.boxes} of {b}. How many {d.boxes} does {d.he} fill?",
-        f"{a} {d.obj} are split equally into {b} {d.boxes}. How many {d.obj} are in each {d.box}?"))
+    q = d.rng.choice(
+        (
+            f"{d.name} has {a} {d.obj} and shares them equally among {b} friends. "
+            f"How many {d.obj} does each friend get?",
+            f"{d.name} puts {a} {d.obj} into {d.boxes} of {b}. How many {d.boxes} does {d.he} fill?",
+            f"{a} {d.obj} are split equally into {b} {d.boxes}. How many {d.obj} are in each {d.box}?",
+        )
+    )
     return q, [f"{a} / {b} = {quotient}."], f"{a} / {b}", quotient
 
 
 def _add_sub(d: _Draw):
     a, b = d.number(), d.number()
     c = d.number(1, a + b - 1)
-    q = (f"{d.name} has {a} {d.obj}. {d.He} buys {b} more and then gives {c} to {d.friend}. "
-         f"How many {d.obj} does {d.name} have now?")
-    return q, [f"After buying, {d.name} has {a} + {b} = {a + b} {d.obj}.",
-               f"After giving some away, {d.he} has {a + b} - {c} = {a + b - c} {d.obj}."], \
-        f"{a} + {b} - {c}", a + b - c
+    q = (
+        f"{d.name} has {a} {d.obj}. {d.He} buys {b} more and then gives {c} to {d.friend}. "
+        f"How many {d.obj} does {d.name} have now?"
+    )
+    return (
+        q,
+        [
+            f"After buying, {d.name} has {a} + {b} = {a + b} {d.obj}.",
+            f"After giving some away, {d.he} has {a + b} - {c} = {a + b - c} {d.obj}.",
+        ],
+        f"{a} + {b} - {c}",
+        a + b - c,
+    )
 
 
 def _mul_add(d: _Draw):
     a, b, c = d.factor(), d.factor(), d.number()
-    q = (f"{d.name} buys {a} {d.boxes} of {d.obj} with {b} {d.obj} in each {d.box}. "
-         f"{d.He} already had {c} {d.obj}. How many {d.obj} does {d.name} have now?")
-    return q, [f"The {d.boxes} hold {a} * {b} = {a * b} {d.obj}.",
-               f"{d.name} has {a * b} + {c} = {a * b + c} {d.obj}."], f"{a} * {b} + {c}", a * b + c
+    q = (
+        f"{d.name} buys {a} {d.boxes} of {d.obj} with {b} {d.obj} in each {d.box}. "
+        f"{d.He} already had {c} {d.obj}. How many {d.obj} does {d.name} have now?"
+    )
+    return (
+        q,
+        [f"The {d.boxes} hold {a} * {b} = {a * b} {d.obj}.", f"{d.name} has {a * b} + {c} = {a * b + c} {d.obj}."],
+        f"{a} * {b} + {c}",
+        a * b + c,
+    )
 
 
 def _more_total(d: _Draw):
     a, b = d.number(), d.number()
-    q = (f"{d.name} has {a} {d.obj}. {d.friend} has {b} more {d.obj} than {d.name}. "
-         f"How many {d.obj} do they have together?")
-    return q, [f"{d.friend} has {a} + {b} = {a + b} {d.obj}.",
-               f"Together they have {a} + {a + b} = {2 * a + b} {d.obj}."], f"{a} + ({a} + {b})", 2 * a + b
+    q = (
+        f"{d.name} has {a} {d.obj}. {d.friend} has {b} more {d.obj} than {d.name}. "
+        f"How many {d.obj} do they have together?"
+    )
+    return (
+        q,
+        [f"{d.friend} has {a} + {b} = {a + b} {d.obj}.", f"Together they have {a} + {a + b} = {2 * a + b} {d.obj}."],
+        f"{a} + ({a} + {b})",
+        2 * a + b,
+    )
 
 
 def _mul_sub(d: _Draw):
     a, b = d.factor(), d.factor()
     c = d.number(1, a * b - 1)
-    q = (f"{d.name} bakes {a} trays of {d.obj} with {b} {d.obj} on each tray. {d.He} gives {c} of them "
-         f"to {d.friend}. How many {d.obj} does {d.name} have left?")
-    return q, [f"{d.name} bakes {a} * {b} = {a * b} {d.obj}.",
-               f"{d.He} has {a * b} - {c} = {a * b - c} {d.obj} left."], f"{a} * {b} - {c}", a * b - c
+    q = (
+        f"{d.name} bakes {a} trays of {d.obj} with {b} {d.obj} on each tray. {d.He} gives {c} of them "
+        f"to {d.friend}. How many {d.obj} does {d.name} have left?"
+    )
+    return (
+        q,
+        [f"{d.name} bakes {a} * {b} = {a * b} {d.obj}.", f"{d.He} has {a * b} - {c} = {a * b - c} {d.obj} left."],
+        f"{a} * {b} - {c}",
+        a * b - c,
+    )
 
 
 def _mul_add_sub(d: _Draw):
     a, b, c = d.factor(), d.factor(), d.number()
     e = d.number(1, a * b + c - 1)
-    q = (f"{d.name} buys {a} {d.boxes} of {d.obj} with {b} {d.obj} in each {d.box}. {d.friend} gives "
-         f"{d.name} {c} more {d.obj}, and {d.he} uses {e} of them. How many {d.obj} does {d.name} have now?")
-    return q, [f"The {d.boxes} hold {a} * {b} = {a * b} {d.obj}.",
-               f"With the gift {d.name} has {a * b} + {c} = {a * b + c} {d.obj}.",
-               f"After using some, {d.he} has {a * b + c} - {e} = {a * b + c - e} {d.obj}."], \
-        f"{a} * {b} + {c} - {e}", a * b + c - e
+    q = (
+        f"{d.name} buys {a} {d.boxes} of {d.obj} with {b} {d.obj} in each {d.box}. {d.friend} gives "
+        f"{d.name} {c} more {d.obj}, and {d.he} uses {e} of them. How many {d.obj} does {d.name} have now?"
+    )
+    return (
+        q,
+        [
+            f"The {d.boxes} hold {a} * {b} = {a * b} {d.obj}.",
+            f"With the gift {d.name} has {a * b} + {c} = {a * b + c} {d.obj}.",
+            f"After using some, {d.he} has {a * b + c} - {e} = {a * b + c - e} {d.obj}.",
+        ],
+        f"{a} * {b} + {c} - {e}",
+        a * b + c - e,
+    )
 
 
 def _sum_diff(d: _Draw):
     a = d.number(3)
     b = d.number(1, a - 1)
     c = d.number()
-    q = (f"{d.name} collects {a} {d.obj} on Monday, {b} fewer {d.obj} on Tuesday than on Monday, "
-         f"and {c} {d.obj} on Wednesday. How many {d.obj} does {d.name} collect in the three days?")
-    return q, [f"On Tuesday {d.name} collects {a} - {b} = {a - b} {d.obj}.",
-               f"Monday and Tuesday make {a} + {a - b} = {2 * a - b} {d.obj}.",
-               f"With Wednesday, {2 * a - b} + {c} = {2 * a - b + c} {d.obj}."], \
-        f"{a} + ({a} - {b}) + {c}", 2 * a - b + c
+    q = (
+        f"{d.name} collects {a} {d.obj} on Monday, {b} fewer {d.obj} on Tuesday than on Monday, "
+        f"and {c} {d.obj} on Wednesday. How many {d.obj} does {d.name} collect in the three days?"
+    )
+    return (
+        q,
+        [
+            f"On Tuesday {d.name} collects {a} - {b} = {a - b} {d.obj}.",
+            f"Monday and Tuesday make {a} + {a - b} = {2 * a - b} {d.obj}.",
+            f"With Wednesday, {2 * a - b} + {c} = {2 * a - b + c} {d.obj}.",
+        ],
+        f"{a} + ({a} - {b}) + {c}",
+        2 * a - b + c,
+    )
 
 
 def _add_mul_sub(d: _Draw):
     a, b = d.number(1, max(2, MAX_FACTOR // 2)), d.number(1, max(2, MAX_FACTOR // 2))
     c = d.factor()
     e = d.number(1, (a + b) * c - 1)
-    q = (f"A class has {a} boys and {b} girls. Each child gets {c} {d.obj}. {e} of the {d.obj} are "
-         f"broken. How many {d.obj} are not broken?")
-    return q, [f"The class has {a} + {b} = {a + b} children.",
-               f"They get {a + b} * {c} = {(a + b) * c} {d.obj}.",
-               f"Not broken: {(a + b) * c} - {e} = {(a + b) * c - e} {d.obj}."], \
-        f"({a} + {b}) * {c} - {e}", (a + b) * c - e
+    q = (
+        f"A class has {a} boys and {b} girls. Each child gets {c} {d.obj}. {e} of the {d.obj} are "
+        f"broken. How many {d.obj} are not broken?"
+    )
+    return (
+        q,
+        [
+            f"The class has {a} + {b} = {a + b} children.",
+            f"They get {a + b} * {c} = {(a + b) * c} {d.obj}.",
+            f"Not broken: {(a + b) * c} - {e} = {(a + b) * c - e} {d.obj}.",
+        ],
+        f"({a} + {b}) * {c} - {e}",
+        (a + b) * c - e,
+    )
 
 
-_TEMPLATES = {"add": _add, "sub": _sub, "mul": _mul, "div": _div, "add_sub": _add_sub, "mul_add": _mul_add,
-              "more_total": _more_total, "mul_sub": _mul_sub, "mul_add_sub": _mul_add_sub,
-              "sum_diff": _sum_diff, "add_mul_sub": _add_mul_sub}
+_TEMPLATES = {
+    "add": _add,
+    "sub": _sub,
+    "mul": _mul,
+    "div": _div,
+    "add_sub": _add_sub,
+    "mul_add": _mul_add,
+    "more_total": _more_total,
+    "mul_sub": _mul_sub,
+    "mul_add_sub": _mul_add_sub,
+    "sum_diff": _sum_diff,
+    "add_mul_sub": _add_mul_sub,
+}
 
 
 def split_of(kind: str, numbers) -> str:
@@ -223,8 +336,9 @@ def split_of(kind: str, numbers) -> str:
     return "test" if digest[0] % TEST_SHARE == 0 else "train"
 
 
-def make_problems(n: int, *, ops: int = 1, max_number: int = 20, split: str = "train", seed: int = 0,
-                  kinds=None) -> list[Problem]:
+def make_problems(
+    n: int, *, ops: int = 1, max_number: int = 20, split: str = "train", seed: int = 0, kinds=None
+) -> list[Problem]:
     """``n`` distinct problems of one difficulty, kinds in turn (``add, sub, mul, div, add, ...``).
 
     Args:
@@ -261,8 +375,10 @@ def make_problems(n: int, *, ops: int = 1, max_number: int = 20, split: str = "t
         if split_of(kind, draw.numbers) != split or question in seen:
             misses += 1
             if misses > 200 * n + 10_000:
-                raise ValueError(f"only {len(problems)} distinct {split} problems found for ops={ops}, "
-                                 f"max_number={max_number}; ask for fewer or raise max_number")
+                raise ValueError(
+                    f"only {len(problems)} distinct {split} problems found for ops={ops}, "
+                    f"max_number={max_number}; ask for fewer or raise max_number"
+                )
             continue
         seen.add(question)
         solution = "\n".join(steps) + f"\n#### {answer}"
@@ -276,7 +392,7 @@ def problems_dataset(problems, system_prompt: str | None = None):
     ``info.description`` names the difficulty."""
     from datasets import Dataset, DatasetInfo
 
-    from helpers.data.gsm8k import SYSTEM_PROMPT, make_prompt
+    from helpers.course_format import SYSTEM_PROMPT, make_prompt
 
     problems = list(problems)
     if not problems:
@@ -284,11 +400,15 @@ def problems_dataset(problems, system_prompt: str | None = None):
     system_prompt = system_prompt or SYSTEM_PROMPT
     levels = sorted({(p.ops, p.max_number) for p in problems})
     description = "course-written problems (not GSM8K), " + ", ".join(
-        f"{ops} op{'s' * (ops > 1)} up to {top}" for ops, top in levels)
-    return Dataset.from_dict({
-        "question": [p.question for p in problems],
-        "prompt": [make_prompt(p.question, system_prompt) for p in problems],
-        "answer": [p.answer for p in problems],
-        "ops": [p.ops for p in problems],
-        "kind": [p.kind for p in problems],
-    }, info=DatasetInfo(description=description))
+        f"{ops} op{'s' * (ops > 1)} up to {top}" for ops, top in levels
+    )
+    return Dataset.from_dict(
+        {
+            "question": [p.question for p in problems],
+            "prompt": [make_prompt(p.question, system_prompt) for p in problems],
+            "answer": [p.answer for p in problems],
+            "ops": [p.ops for p in problems],
+            "kind": [p.kind for p in problems],
+        },
+        info=DatasetInfo(description=description),
+    )

@@ -24,24 +24,27 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
-from helpers.grading import extract_answer, is_equivalent, normalize_answer
 
+from helpers.grading import extract_answer, is_equivalent
+from helpers.normalize import normalize_answer
 
 BOX_INSTRUCTION = "Write the final answer as \\boxed{number}."
 
 
-DIRECT_SYSTEM = ("Answer the math question with the final answer only. Do not explain or show any "
-                 "work. " + BOX_INSTRUCTION)
+DIRECT_SYSTEM = (
+    "Answer the math question with the final answer only. Do not explain or show any work. " + BOX_INSTRUCTION
+)
 
 
-FEW_SHOT_SYSTEM = ("Solve the math problem the way the worked examples do, then write "
-                   "\"The answer is \\boxed{number}.\"")
+FEW_SHOT_SYSTEM = 'Solve the math problem the way the worked examples do, then write "The answer is \\boxed{number}."'
 
 
-COT_SYSTEM = ("You are a careful math tutor. Solve the problem step by step: write down what is "
-              "given, do one calculation per line, and explain each step. " + BOX_INSTRUCTION)
+COT_SYSTEM = (
+    "You are a careful math tutor. Solve the problem step by step: write down what is "
+    "given, do one calculation per line, and explain each step. " + BOX_INSTRUCTION
+)
 
 
 ZERO_SHOT_COT_TRIGGER = "Let's think step by step."
@@ -93,8 +96,7 @@ def direct_prompt(question: str) -> list[dict]:
     Raises:
         ValueError: empty question.
     """
-    return [{"role": "system", "content": DIRECT_SYSTEM},
-            {"role": "user", "content": _check_question(question)}]
+    return [{"role": "system", "content": DIRECT_SYSTEM}, {"role": "user", "content": _check_question(question)}]
 
 
 def worked_solution(solution: str) -> str:
@@ -106,7 +108,7 @@ def worked_solution(solution: str) -> str:
     Raises:
         ValueError: no ``####`` in the solution.
     """
-    from helpers.data.gsm8k import extract_hash_answer
+    from helpers.course_format import extract_hash_answer
 
     answer = extract_hash_answer(solution)
     steps = _CALCULATOR_RE.sub("", solution.split("####")[0]).strip()
@@ -129,8 +131,7 @@ def few_shot_examples(k: int = 4, seed: int = 0, data_dir=None) -> list[dict]:
     if not 1 <= k <= len(rows):
         raise ValueError(f"k must be between 1 and {len(rows)} (train size), got {k}")
     picked = random.Random(seed).sample(range(len(rows)), k)
-    return [{"question": rows[i]["question"], "solution": worked_solution(rows[i]["answer"])}
-            for i in picked]
+    return [{"question": rows[i]["question"], "solution": worked_solution(rows[i]["answer"])} for i in picked]
 
 
 def few_shot_prompt(question: str, examples: list[dict]) -> list[dict]:
@@ -148,8 +149,7 @@ def few_shot_prompt(question: str, examples: list[dict]) -> list[dict]:
     for ex in examples:
         if " ".join(ex["question"].split()) == " ".join(question.split()):
             raise ValueError("a few-shot example is the question being asked")
-        messages += [{"role": "user", "content": ex["question"]},
-                     {"role": "assistant", "content": ex["solution"]}]
+        messages += [{"role": "user", "content": ex["question"]}, {"role": "assistant", "content": ex["solution"]}]
     return messages + [{"role": "user", "content": question}]
 
 
@@ -171,10 +171,12 @@ def cot_prompt(question: str) -> list[dict]:
     Raises:
         ValueError: empty question.
     """
-    return [{"role": "system", "content": COT_SYSTEM},
-            {"role": "user", "content": COT_EXAMPLE_QUESTION},
-            {"role": "assistant", "content": COT_EXAMPLE_SOLUTION},
-            {"role": "user", "content": _check_question(question)}]
+    return [
+        {"role": "system", "content": COT_SYSTEM},
+        {"role": "user", "content": COT_EXAMPLE_QUESTION},
+        {"role": "assistant", "content": COT_EXAMPLE_SOLUTION},
+        {"role": "user", "content": _check_question(question)},
+    ]
 
 
 def zero_shot_cot_prompt(question: str) -> list[dict]:
@@ -193,8 +195,7 @@ def long_cot_prompt(question: str) -> list[dict]:
     Raises:
         ValueError: empty question.
     """
-    return [{"role": "system", "content": LONG_COT_SYSTEM},
-            {"role": "user", "content": _check_question(question)}]
+    return [{"role": "system", "content": LONG_COT_SYSTEM}, {"role": "user", "content": _check_question(question)}]
 
 
 # ----------------------------------------------------------------------------- extraction
@@ -257,11 +258,10 @@ def strategies(k_shots: int = 4, seed: int = 0, data_dir=None) -> dict[str, Stra
     """
     few_shot = make_few_shot(k_shots, seed, data_dir)
     items = [
-        Strategy("direct", direct_prompt, extract_direct,
-                 "final answer only (graded with a last-number fallback)"),
+        Strategy("direct", direct_prompt, extract_direct, "final answer only (graded with a last-number fallback)"),
         Strategy("few-shot", few_shot, extract_answer, f"{k_shots} worked train problems"),
         Strategy("cot", cot_prompt, extract_answer, "step by step, one worked exemplar"),
-        Strategy("zero-shot-cot", zero_shot_cot_prompt, extract_answer, "\"Let's think step by step\""),
+        Strategy("zero-shot-cot", zero_shot_cot_prompt, extract_answer, '"Let\'s think step by step"'),
         Strategy("long-cot", long_cot_prompt, extract_answer, "extended reasoning + verification"),
     ]
     return {s.name: s for s in items}

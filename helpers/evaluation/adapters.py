@@ -23,8 +23,10 @@ def check_adapter_dir(adapter_dir) -> Path:
     path = Path(adapter_dir)
     for name in ("adapter_config.json", "adapter_model.safetensors"):
         if not (path / name).exists():
-            raise FileNotFoundError(f"{path / name} not found: {path} is not a saved LoRA adapter "
-                                    "(train one with notebook 05 or `python -m helpers train`)")
+            raise FileNotFoundError(
+                f"{path / name} not found: {path} is not a saved LoRA adapter "
+                "(train one with notebook 05 or `python -m helpers train`)"
+            )
     return path
 
 
@@ -42,8 +44,8 @@ def adapter_base(adapter_dir, model_path=None):
         return cold_start
     config = Path(adapter_dir) / "adapter_config.json"
     named = json.loads(config.read_text()).get("base_model_name_or_path") if config.exists() else None
-    # Bug: a run with --cold-start DIR has no cold_start/ beside its adapter; the adapter was then
-    # loaded on the raw base model and evaluated as garbage (0 % where the run measured 7 %).
+    # A run with --cold-start DIR has no cold_start/ beside its adapter: the adapter's own config names
+    # its base, and loading it on the raw base model instead would evaluate garbage.
     return Path(named) if named and (Path(named) / "config.json").exists() else None
 
 
@@ -134,16 +136,18 @@ def load_merged(path, profile):
     if profile.backend != "unsloth":
         return load_model(profile, path, lora=False)
     if live_vllm_models():
-        raise RuntimeError("a vLLM engine still holds most of the GPU: call helpers.training.models.release(model) "
-                           "and `del model` before loading the merged model next to it")
+        raise RuntimeError(
+            "a vLLM engine still holds most of the GPU: call helpers.training.models.release(model) "
+            "and `del model` before loading the merged model next to it"
+        )
     free_gpu_memory(merged_4bit_gib(path), "the merged model in 4-bit")  # collects the deleted policy first
     from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
 
     dtype = torch_dtype(profile)
     tokenizer = AutoTokenizer.from_pretrained(path)
     tokenizer.padding_side = "left"
-    quantization = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
-                                      bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=dtype)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, quantization_config=quantization,
-                                                 device_map="auto")
+    quantization = BitsAndBytesConfig(
+        load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=dtype
+    )
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, quantization_config=quantization, device_map="auto")
     return model, tokenizer

@@ -18,16 +18,15 @@ Loading and merging adapters is :mod:`helpers.evaluation.adapters`; the figures 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Sequence
-from helpers.evaluation.scoring import EvalResult, evaluate
-from helpers.training.models import uses_vllm
-from helpers.evaluation.scoring import MIN_REASONING_STEPS, extended_summary, reasoning_complete
-from helpers.evaluation.adapters import is_peft
-from helpers.evaluation.stats import McNemar, mcnemar
 
+from helpers.evaluation.adapters import is_peft
+from helpers.evaluation.scoring import MIN_REASONING_STEPS, EvalResult, evaluate, extended_summary, reasoning_complete
+from helpers.evaluation.stats import McNemar, mcnemar
+from helpers.training.models import uses_vllm
 
 RUN_LABELS = {"base": "base", "lora": "base + LoRA"}
 
@@ -57,13 +56,21 @@ class Comparison:
         """``DataFrame`` of some questions with both models' answers and completions."""
         import pandas as pd
 
-        return pd.DataFrame([{"question": self.base.records[i]["question"],
-                              "gold": self.base.records[i]["gold"],
-                              "base answer": self.base.records[i]["extracted"],
-                              "LoRA answer": self.lora.records[i]["extracted"],
-                              "base completion": self.base.records[i]["completion"],
-                              "LoRA completion": self.lora.records[i]["completion"]}
-                             for i in indices], index=list(indices), dtype=object)  # no answer stays None, not NaN
+        return pd.DataFrame(
+            [
+                {
+                    "question": self.base.records[i]["question"],
+                    "gold": self.base.records[i]["gold"],
+                    "base answer": self.base.records[i]["extracted"],
+                    "LoRA answer": self.lora.records[i]["extracted"],
+                    "base completion": self.base.records[i]["completion"],
+                    "LoRA completion": self.lora.records[i]["completion"],
+                }
+                for i in indices
+            ],
+            index=list(indices),
+            dtype=object,
+        )  # no answer stays None, not NaN
 
     def show_flips(self, indices: Sequence[int], title: str, limit: int | None = None) -> None:
         """Print the first ``limit`` (default all) of ``indices``: question, gold, both answers and
@@ -73,7 +80,9 @@ class Comparison:
         for i, row in zip(flips.index, flips.to_dict("records")):  # iterrows would turn None into NaN
             base, lora = (row[k] if row[k] is not None else "(none)" for k in ("base answer", "LoRA answer"))
             print(f"\n[{i}] {row['question']}\ngold: {row['gold']}   base: {base}   LoRA: {lora}")
-            print(f"--- base ---\n{row['base completion'].strip()}\n--- base + LoRA ---\n{row['LoRA completion'].strip()}")
+            print(
+                f"--- base ---\n{row['base completion'].strip()}\n--- base + LoRA ---\n{row['LoRA completion'].strip()}"
+            )
         print()
 
 
@@ -85,15 +94,16 @@ def compare(base: EvalResult, lora: EvalResult) -> Comparison:
             with the same gold answer in both (the pairing would be meaningless).
     """
     if len(base.records) != len(lora.records) or not base.records:
-        raise ValueError(f"paired evaluations need the same questions: {len(base.records)} vs "
-                         f"{len(lora.records)} records")
+        raise ValueError(
+            f"paired evaluations need the same questions: {len(base.records)} vs {len(lora.records)} records"
+        )
     for i, (a, b) in enumerate(zip(base.records, lora.records)):
         if (a["question"], str(a["gold"])) != (b["question"], str(b["gold"])):
-            raise ValueError(f"record {i} differs between the runs: {a['question'][:60]!r} vs "
-                             f"{b['question'][:60]!r}")
+            raise ValueError(f"record {i} differs between the runs: {a['question'][:60]!r} vs {b['question'][:60]!r}")
     right = [(bool(a["correct"]), bool(b["correct"])) for a, b in zip(base.records, lora.records)]
     return Comparison(
-        base, lora,
+        base,
+        lora,
         {"base": extended_summary(base), "lora": extended_summary(lora)},
         mcnemar([a for a, _ in right], [b for _, b in right]),
         [i for i, (a, b) in enumerate(right) if not a and b],
@@ -121,29 +131,49 @@ def comparison_table(comparison: Comparison):
     import pandas as pd
 
     s, m = comparison.summaries, comparison.mcnemar
-    valid = mcnemar([r["format_valid"] for r in comparison.base.records],
-                    [r["format_valid"] for r in comparison.lora.records])
+    valid = mcnemar(
+        [r["format_valid"] for r in comparison.base.records], [r["format_valid"] for r in comparison.lora.records]
+    )
     rows = {}
     rows["accuracy [Wilson 95 % CI]"] = [
         f"{x['correct']}/{x['n']} = {_pct(x['accuracy'])} [{100 * x['ci_low']:.1f}, {100 * x['ci_high']:.1f}]"
-        for x in (s["base"], s["lora"])] + [_diff(s["base"]["accuracy"], s["lora"]["accuracy"], 100, " pts", 1)]
-    rows["paired McNemar, exact"] = ["", "", f"p = {m.p_value:.3f} ({m.lora_only} wrong->right, "
-                                             f"{m.base_only} right->wrong)"]
+        for x in (s["base"], s["lora"])
+    ] + [_diff(s["base"]["accuracy"], s["lora"]["accuracy"], 100, " pts", 1)]
+    rows["paired McNemar, exact"] = [
+        "",
+        "",
+        f"p = {m.p_value:.3f} ({m.lora_only} wrong->right, {m.base_only} right->wrong)",
+    ]
     rows["format, valid (real reasoning + number)"] = [
-        _pct(s["base"]["format_rate_valid"]), _pct(s["lora"]["format_rate_valid"]),
-        _diff(s["base"]["format_rate_valid"], s["lora"]["format_rate_valid"], 100, " pts", 1)]
-    rows["paired McNemar, valid format"] = ["", "", f"p = {valid.p_value:.3g} ({valid.lora_only} gained, "
-                                                    f"{valid.base_only} lost)"]
-    for label, key in (("format, strict (layout only)", "format_rate_strict"),
-                       ("format, soft (layout only)", "format_rate_soft"),
-                       ("placeholder / template copy", "placeholder_rate"),
-                       (f"reasoning complete (>= {MIN_REASONING_STEPS} steps)", "reasoning_rate")):
-        rows[label] = [_pct(s["base"][key]), _pct(s["lora"][key]),
-                       _diff(s["base"][key], s["lora"][key], 100, " pts", 1)]
-    for label, key, digits in (("mean completion tokens", "mean_tokens", 1),
-                               ("seconds per question", "seconds_per_question", 2)):
-        rows[label] = [_num(s["base"][key], digits), _num(s["lora"][key], digits),
-                       _diff(s["base"][key], s["lora"][key], 1, "", digits)]
+        _pct(s["base"]["format_rate_valid"]),
+        _pct(s["lora"]["format_rate_valid"]),
+        _diff(s["base"]["format_rate_valid"], s["lora"]["format_rate_valid"], 100, " pts", 1),
+    ]
+    rows["paired McNemar, valid format"] = [
+        "",
+        "",
+        f"p = {valid.p_value:.3g} ({valid.lora_only} gained, {valid.base_only} lost)",
+    ]
+    for label, key in (
+        ("format, strict (layout only)", "format_rate_strict"),
+        ("format, soft (layout only)", "format_rate_soft"),
+        ("placeholder / template copy", "placeholder_rate"),
+        (f"reasoning complete (>= {MIN_REASONING_STEPS} steps)", "reasoning_rate"),
+    ):
+        rows[label] = [
+            _pct(s["base"][key]),
+            _pct(s["lora"][key]),
+            _diff(s["base"][key], s["lora"][key], 100, " pts", 1),
+        ]
+    for label, key, digits in (
+        ("mean completion tokens", "mean_tokens", 1),
+        ("seconds per question", "seconds_per_question", 2),
+    ):
+        rows[label] = [
+            _num(s["base"][key], digits),
+            _num(s["lora"][key], digits),
+            _diff(s["base"][key], s["lora"][key], 1, "", digits),
+        ]
     return pd.DataFrame.from_dict(rows, orient="index", columns=[RUN_LABELS["base"], RUN_LABELS["lora"], "change"])
 
 
@@ -163,8 +193,11 @@ def decoding(profile, greedy: bool = False) -> dict:
     profile - what GRPO's rollouts used. ``greedy=True`` keeps the length but sets
     ``temperature=0`` (deterministic, lower variance, but not what the model was trained on).
     """
-    return {"max_new_tokens": profile.max_completion_length,
-            "temperature": 0.0 if greedy else profile.temperature, "top_p": profile.top_p}
+    return {
+        "max_new_tokens": profile.max_completion_length,
+        "temperature": 0.0 if greedy else profile.temperature,
+        "top_p": profile.top_p,
+    }
 
 
 def run_name(adapter_dir, greedy: bool = False) -> str:
@@ -175,13 +208,19 @@ def run_name(adapter_dir, greedy: bool = False) -> str:
     return name + ("-greedy" if greedy else "")
 
 
-def evaluate_before_after(model, tokenizer, dataset, adapter_dir=None, n: int | None = None,
-                          labels: tuple[str, str] = (RUN_LABELS["base"], RUN_LABELS["lora"]),
-                          **eval_kwargs) -> tuple[EvalResult, EvalResult]:
+def evaluate_before_after(
+    model,
+    tokenizer,
+    dataset,
+    adapter_dir=None,
+    n: int | None = None,
+    labels: tuple[str, str] = (RUN_LABELS["base"], RUN_LABELS["lora"]),
+    **eval_kwargs,
+) -> tuple[EvalResult, EvalResult]:
     """Evaluate the base model, then base + LoRA, on the same questions; returns ``(base, lora)``.
 
     Both runs use :func:`helpers.evaluation.scoring.evaluate` with its default prompt (the training
-    prompt, :func:`helpers.data.gsm8k.make_prompt`) and the same ``eval_kwargs`` (decoding, seed,
+    prompt, :func:`helpers.course_format.make_prompt`) and the same ``eval_kwargs`` (decoding, seed,
     batch size); ``labels`` name the two progress bars. With vLLM, the base run passes no LoRA and the second run
     ``lora_path=adapter_dir``. With PEFT, ``model`` must hold the trained adapter
     (:func:`load_with_adapter`); the base run happens inside ``model.disable_adapter()``.
@@ -193,8 +232,7 @@ def evaluate_before_after(model, tokenizer, dataset, adapter_dir=None, n: int | 
         if adapter_dir is None:
             raise ValueError("with vLLM, pass adapter_dir: the LoRA is applied from disk")
         base = evaluate(model, tokenizer, dataset, n=n, desc=labels[0], **eval_kwargs)
-        lora = evaluate(model, tokenizer, dataset, n=n, lora_path=str(adapter_dir), desc=labels[1],
-                        **eval_kwargs)
+        lora = evaluate(model, tokenizer, dataset, n=n, lora_path=str(adapter_dir), desc=labels[1], **eval_kwargs)
         return base, lora
     if not is_peft(model):
         raise ValueError("model has no LoRA adapter: load it with load_with_adapter(profile, adapter_dir)")
@@ -215,18 +253,27 @@ def save_results(comparison: Comparison, out_dir, **run_info) -> tuple[Path, Pat
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    summary = {**run_info, "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-               "base": comparison.summaries["base"], "lora": comparison.summaries["lora"],
-               "mcnemar": comparison.mcnemar.as_dict(), "wrong_to_right": comparison.wrong_to_right,
-               "right_to_wrong": comparison.right_to_wrong}
+    summary = {
+        **run_info,
+        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "base": comparison.summaries["base"],
+        "lora": comparison.summaries["lora"],
+        "mcnemar": comparison.mcnemar.as_dict(),
+        "wrong_to_right": comparison.wrong_to_right,
+        "right_to_wrong": comparison.right_to_wrong,
+    }
     summary_path = out_dir / "summary.json"
     summary_path.write_text(json.dumps(summary, indent=2, default=str) + "\n")
     records_path = out_dir / "records.jsonl"
     with open(records_path, "w", encoding="utf-8") as f:
         for name, result in (("base", comparison.base), ("lora", comparison.lora)):
             for i, record in enumerate(result.records):
-                row = {"model": name, "index": i, **record,
-                       "reasoning_complete": reasoning_complete(record["completion"])}
+                row = {
+                    "model": name,
+                    "index": i,
+                    **record,
+                    "reasoning_complete": reasoning_complete(record["completion"]),
+                }
                 f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
     return summary_path, records_path
 
@@ -240,6 +287,11 @@ def load_results(run_dir) -> Comparison:
     from helpers.evaluation.scoring import read_jsonl
 
     rows = read_jsonl(Path(run_dir) / "records.jsonl")
-    keep = lambda r: {k: v for k, v in r.items() if k not in ("model", "index", "reasoning_complete")}
-    return compare(EvalResult([keep(r) for r in rows if r["model"] == "base"]),
-                   EvalResult([keep(r) for r in rows if r["model"] == "lora"]))
+
+    def keep(r):
+        return {k: v for k, v in r.items() if k not in ("model", "index", "reasoning_complete")}
+
+    return compare(
+        EvalResult([keep(r) for r in rows if r["model"] == "base"]),
+        EvalResult([keep(r) for r in rows if r["model"] == "lora"]),
+    )

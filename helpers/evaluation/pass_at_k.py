@@ -5,13 +5,24 @@ model, the cold start and cold start + GRPO (:func:`correct_counts`, :func:`eval
 """
 
 from __future__ import annotations
+
 from helpers.evaluation.stats import pass_at_k_summary
 
 
-
-def correct_counts(model, tokenizer, problems, *, n: int = 8, temperature: float = 1.0, top_p: float = 1.0,
-                   max_new_tokens: int = 128, seed: int = 0, batch_size: int = 64,
-                   build_prompt=None, extract=None) -> list[int]:
+def correct_counts(
+    model,
+    tokenizer,
+    problems,
+    *,
+    n: int = 8,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    max_new_tokens: int = 128,
+    seed: int = 0,
+    batch_size: int = 64,
+    build_prompt=None,
+    extract=None,
+) -> list[int]:
     """Sample ``n`` completions for each problem (rows ``question``/``answer``: a Dataset or dicts)
     and count the correct ones (:func:`helpers.grading.is_equivalent` on the extracted answer,
     default the ``<answer>`` block). The ``n`` samples of a problem share one prompt pass
@@ -22,7 +33,7 @@ def correct_counts(model, tokenizer, problems, *, n: int = 8, temperature: float
     """
     from tqdm.auto import tqdm
 
-    from helpers.data.gsm8k import make_prompt
+    from helpers.course_format import make_prompt
     from helpers.grading import extract_answer, is_equivalent
     from helpers.training.generation import generate
 
@@ -33,21 +44,31 @@ def correct_counts(model, tokenizer, problems, *, n: int = 8, temperature: float
     per_batch = max(1, batch_size // n)
     counts = []
     for start in tqdm(range(0, len(rows), per_batch), desc=f"pass@k, {n} samples", unit="batch"):
-        chunk = rows[start:start + per_batch]
+        chunk = rows[start : start + per_batch]
         prompts = [build_prompt(r["question"]) for r in chunk for _ in range(n)]
-        texts = generate(model, tokenizer, prompts, max_new_tokens=max_new_tokens, temperature=temperature,
-                         top_p=top_p, seed=seed + start, batch_size=len(prompts))
+        texts = generate(
+            model,
+            tokenizer,
+            prompts,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed + start,
+            batch_size=len(prompts),
+        )
         for i, row in enumerate(chunk):
-            counts.append(sum(bool(is_equivalent(extract(t), row["answer"], warn=False))
-                              for t in texts[i * n:(i + 1) * n]))
+            counts.append(
+                sum(bool(is_equivalent(extract(t), row["answer"], warn=False)) for t in texts[i * n : (i + 1) * n])
+            )
     return counts
 
 
 PASS_AT_K_FILE = "pass_at_k.json"
 
 
-def evaluate_run(run_dir, profile, *, n: int = 8, problems: int = 32, temperature: float | None = None,
-                 seed: int = 0) -> dict:
+def evaluate_run(
+    run_dir, profile, *, n: int = 8, problems: int = 32, temperature: float | None = None, seed: int = 0
+) -> dict:
     """pass@k of every stage of a finished ``make train`` run (its ``cold_start/`` and ``lora_adapter/``):
     the base model, the cold start (adapter off) and cold start + GRPO, on ``problems`` course-written
     test problems of each of ``profile.eval_levels`` (the final evaluation's first ones), ``n`` samples
@@ -62,10 +83,10 @@ def evaluate_run(run_dir, profile, *, n: int = 8, problems: int = 32, temperatur
     import json
     from pathlib import Path
 
-    from helpers.evaluation.adapters import load_with_adapter
-    from helpers.training.models import load_model
     from helpers.data.curriculum import level_name
     from helpers.data.problem_sets import eval_problem_set
+    from helpers.evaluation.adapters import load_with_adapter
+    from helpers.training.models import load_model
 
     if profile.backend != "transformers":
         raise ValueError("evaluate_run loads the models with transformers: CPU or the cuda profile")
@@ -77,8 +98,9 @@ def evaluate_run(run_dir, profile, *, n: int = 8, problems: int = 32, temperatur
     levels = {}
     for p in problem_set:
         levels.setdefault(level_name(p.ops, p.max_number), []).append(p.to_dict())
-    settings = dict(n=n, temperature=temperature, top_p=profile.top_p, max_new_tokens=profile.max_completion_length,
-                    seed=seed)
+    settings = dict(
+        n=n, temperature=temperature, top_p=profile.top_p, max_new_tokens=profile.max_completion_length, seed=seed
+    )
     policy, tokenizer = load_with_adapter(profile, run_dir / "lora_adapter")
     base, base_tokenizer = load_model(profile, lora=False)
 

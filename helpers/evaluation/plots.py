@@ -8,11 +8,11 @@ and the from-scratch loop's variants (:func:`plot_variant_runs`). Each returns i
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 import math
-from helpers.evaluation.before_after import Comparison, RUN_LABELS
-from helpers.evaluation.reports import fresh_steps
+from pathlib import Path
 
+from helpers.evaluation.before_after import RUN_LABELS, Comparison
+from helpers.evaluation.reports import fresh_steps
 
 SMOOTHING = 5  # steps in the trailing mean of the reward curves
 
@@ -26,8 +26,7 @@ def read_metrics(path: str | Path) -> dict[str, list[float]]:
         rows = list(csv.DictReader(f))
     if not rows:
         return {}
-    return {key: [float(r[key]) if r.get(key) not in (None, "") else float("nan") for r in rows]
-            for key in rows[0]}
+    return {key: [float(r[key]) if r.get(key) not in (None, "") else float("nan") for r in rows] for key in rows[0]}
 
 
 def rolling_mean(values, window: int = SMOOTHING) -> list[float]:
@@ -42,13 +41,14 @@ def rolling_mean(values, window: int = SMOOTHING) -> list[float]:
         raise ValueError(f"window must be at least 1, got {window}")
     out = []
     for i in range(len(values)):
-        recent = [v for v in values[max(0, i - window + 1): i + 1] if not math.isnan(v)]
+        recent = [v for v in values[max(0, i - window + 1) : i + 1] if not math.isnan(v)]
         out.append(sum(recent) / len(recent) if recent else float("nan"))
     return out
 
 
-def plot_training_curves(metrics_csv: str | Path, save_to: str | Path | None = None, show: bool = True,
-                         title: str = ""):
+def plot_training_curves(
+    metrics_csv: str | Path, save_to: str | Path | None = None, show: bool = True, title: str = ""
+):
     """Four panels against the optimizer step: total reward (mean +- std over completions) with the
     held-out accuracy on a second axis when the run measured it (:mod:`helpers.training.callbacks`; step 0 is
     before training), each reward function's mean, KL to the reference model (or, where the run
@@ -75,14 +75,30 @@ def plot_training_curves(metrics_csv: str | Path, save_to: str | Path | None = N
     ax.set(title="Total reward", xlabel="step", ylabel="reward")
     handles = ax.get_legend_handles_labels()
     if "heldout/accuracy" in m:
-        held = [(s, a, f) for s, a, f in zip(steps, m["heldout/accuracy"],
-                                              m.get("heldout/accuracy_format_free", m["heldout/accuracy"]))
-                if not np.isnan(a)]
+        held = [
+            (s, a, f)
+            for s, a, f in zip(
+                steps, m["heldout/accuracy"], m.get("heldout/accuracy_format_free", m["heldout/accuracy"])
+            )
+            if not np.isnan(a)
+        ]
         twin = ax.twinx()
-        twin.plot([h[0] for h in held], [100 * h[1] for h in held], marker="s", color="tab:purple", lw=2,
-                  label="held-out accuracy (answer block)")
-        twin.plot([h[0] for h in held], [100 * h[2] for h in held], marker="^", color="tab:purple", ls=":",
-                  label="held-out accuracy (last number)")
+        twin.plot(
+            [h[0] for h in held],
+            [100 * h[1] for h in held],
+            marker="s",
+            color="tab:purple",
+            lw=2,
+            label="held-out accuracy (answer block)",
+        )
+        twin.plot(
+            [h[0] for h in held],
+            [100 * h[2] for h in held],
+            marker="^",
+            color="tab:purple",
+            ls=":",
+            label="held-out accuracy (last number)",
+        )
         twin.set(ylabel="held-out accuracy (%)", ylim=(0, 100))
         twin_handles = twin.get_legend_handles_labels()
         handles = (handles[0] + twin_handles[0], handles[1] + twin_handles[1])
@@ -91,19 +107,21 @@ def plot_training_curves(metrics_csv: str | Path, save_to: str | Path | None = N
     ax = axes[0, 1]
     for key in m:
         if key.startswith("rewards/") and key.endswith("/mean"):
-            line, = ax.plot(steps, rolling_mean(m[key]), lw=2,
-                            label=key.split("/")[1].replace("_reward_func", ""))
+            (line,) = ax.plot(steps, rolling_mean(m[key]), lw=2, label=key.split("/")[1].replace("_reward_func", ""))
             ax.plot(steps, m[key], ls="", marker=".", alpha=0.35, color=line.get_color())
-    ax.set(title=f"Reward per function ({SMOOTHING}-step mean; dots: each step)", xlabel="step",
-           ylabel="mean reward")
+    ax.set(title=f"Reward per function ({SMOOTHING}-step mean; dots: each step)", xlabel="step", ylabel="mean reward")
     ax.legend(fontsize=8)
     if "kl" in m:
         axes[1, 0].plot(steps, m["kl"], marker="o", color="tab:red")
         axes[1, 0].set(title="KL(policy || reference), k3 estimate", xlabel="step", ylabel="nats/token")
     else:  # beta = 0: TRL computes no KL; show how many groups taught nothing instead
         axes[1, 0].plot(steps, m.get("frac_reward_zero_std", [np.nan] * len(steps)), marker="o", color="tab:red")
-        axes[1, 0].set(title="Groups with equal rewards (advantage 0; no KL logged at beta = 0)",
-                       xlabel="step", ylabel="share of groups", ylim=(-0.05, 1.05))
+        axes[1, 0].set(
+            title="Groups with equal rewards (advantage 0; no KL logged at beta = 0)",
+            xlabel="step",
+            ylabel="share of groups",
+            ylim=(-0.05, 1.05),
+        )
     length = m.get("completions/mean_length", [np.nan] * len(steps))
     axes[1, 1].plot(steps, length, marker="o", alpha=0.35, color="tab:green")
     axes[1, 1].plot(steps, rolling_mean(length), lw=2.5, color="tab:green")
@@ -121,9 +139,12 @@ def plot_training_curves(metrics_csv: str | Path, save_to: str | Path | None = N
     return fig
 
 
-STAGE_RATES = (("accuracy", "accuracy"), ("format_rate_strict", "strict format\n(layout only)"),
-               ("format_rate_valid", "valid format\n(real reasoning + number)"),
-               ("placeholder_rate", "placeholder /\ntemplate copy"))
+STAGE_RATES = (
+    ("accuracy", "accuracy"),
+    ("format_rate_strict", "strict format\n(layout only)"),
+    ("format_rate_valid", "valid format\n(real reasoning + number)"),
+    ("placeholder_rate", "placeholder /\ntemplate copy"),
+)
 
 
 def plot_stages(stages: dict[str, dict], title: str = "", show: bool = True):
@@ -145,8 +166,11 @@ def plot_stages(stages: dict[str, dict], title: str = "", show: bool = True):
         ax.bar_label(bars, labels=[f"{round(v * s['n'] / 100)}" for v in values], fontsize=7, padding=2)
     n = sorted({s["n"] for s in stages.values()})
     ax.set_xticks(x, [name for _, name in STAGE_RATES])
-    ax.set(ylabel="% of questions", ylim=(0, 105),
-           title=title or f"Each stage on the same {', '.join(map(str, n))} test questions (greedy)")
+    ax.set(
+        ylabel="% of questions",
+        ylim=(0, 105),
+        title=title or f"Each stage on the same {', '.join(map(str, n))} test questions (greedy)",
+    )
     ax.legend()
     return finish_figure(fig, show)
 
@@ -166,10 +190,18 @@ def plot_heldout_runs(runs: dict[str, list[dict]], n: int, title: str = "", show
         raise ValueError(f"runs without held-out points: {empty}")
     fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
     for label, points in runs.items():
-        ax.plot([p["step"] for p in points], [n * p["heldout/accuracy"] for p in points], marker="o",
-                linestyle="--" if "placebo" in label else "-", label=label)
-    ax.set(xlabel="GRPO step", ylabel=f"held-out problems right, of {n}",
-           title=title or "Held-out accuracy during GRPO (greedy)")
+        ax.plot(
+            [p["step"] for p in points],
+            [n * p["heldout/accuracy"] for p in points],
+            marker="o",
+            linestyle="--" if "placebo" in label else "-",
+            label=label,
+        )
+    ax.set(
+        xlabel="GRPO step",
+        ylabel=f"held-out problems right, of {n}",
+        title=title or "Held-out accuracy during GRPO (greedy)",
+    )
     ax.legend(fontsize=8)
     return finish_figure(fig, show)
 
@@ -203,14 +235,19 @@ def plot_accuracy(summaries: dict[str, dict], title: str = "", show: bool = True
             raise ValueError(f"summary {label!r} lacks accuracy/ci_low/ci_high")
     labels = list(summaries)
     acc = [100 * summaries[k]["accuracy"] for k in labels]
-    err = [[a - 100 * summaries[k]["ci_low"] for a, k in zip(acc, labels)],
-           [100 * summaries[k]["ci_high"] - a for a, k in zip(acc, labels)]]
+    err = [
+        [a - 100 * summaries[k]["ci_low"] for a, k in zip(acc, labels)],
+        [100 * summaries[k]["ci_high"] - a for a, k in zip(acc, labels)],
+    ]
     fig, ax = plt.subplots(figsize=(1.3 * len(labels) + 2, 4), constrained_layout=True)
     bars = ax.bar(labels, acc, yerr=err, capsize=5, color="tab:blue", alpha=0.8)
     ax.bar_label(bars, fmt="%.0f", padding=3, fontsize=8, label_type="center")
     n = sorted({s["n"] for s in summaries.values() if "n" in s})
-    ax.set(ylabel="accuracy (%)", ylim=(0, 100),
-           title=title or f"Accuracy, n = {', '.join(map(str, n))} (error bar: Wilson 95 % CI)")
+    ax.set(
+        ylabel="accuracy (%)",
+        ylim=(0, 100),
+        title=title or f"Accuracy, n = {', '.join(map(str, n))} (error bar: Wilson 95 % CI)",
+    )
     ax.tick_params(axis="x", labelrotation=20)
     if show:
         plt.show()
@@ -226,9 +263,13 @@ def plot_before_after(comparison: Comparison, show: bool = True):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    keys = [("accuracy", "accuracy"), ("format_rate_valid", "format, valid"),
-            ("format_rate_strict", "format, strict"), ("placeholder_rate", "placeholder"),
-            ("reasoning_rate", "reasoning complete")]
+    keys = [
+        ("accuracy", "accuracy"),
+        ("format_rate_valid", "format, valid"),
+        ("format_rate_strict", "format, strict"),
+        ("placeholder_rate", "placeholder"),
+        ("reasoning_rate", "reasoning complete"),
+    ]
     x = np.arange(len(keys))
     fig, ax = plt.subplots(figsize=(8, 4), constrained_layout=True)
     for offset, name in ((-0.2, "base"), (0.2, "lora")):
@@ -239,8 +280,11 @@ def plot_before_after(comparison: Comparison, show: bool = True):
         bars = ax.bar(x + offset, values, 0.4, yerr=err, capsize=4, label=RUN_LABELS[name])
         ax.bar_label(bars, fmt="%.0f", padding=2, fontsize=8)
     ax.set_xticks(x, [label for _, label in keys])
-    ax.set(ylabel="% of questions", ylim=(0, 105),
-           title=f"Before vs. after GRPO, n = {comparison.mcnemar.n} (error bar: Wilson 95 % CI)")
+    ax.set(
+        ylabel="% of questions",
+        ylim=(0, 105),
+        title=f"Before vs. after GRPO, n = {comparison.mcnemar.n} (error bar: Wilson 95 % CI)",
+    )
     ax.legend()
     _show_or_close(fig, show)
     return fig
@@ -252,8 +296,10 @@ def plot_completion_lengths(comparison: Comparison, max_tokens: int | None = Non
     import matplotlib.pyplot as plt
     import numpy as np
 
-    lengths = {name: [r["tokens"] for r in getattr(comparison, name).records if r["tokens"] is not None]
-               for name in ("base", "lora")}
+    lengths = {
+        name: [r["tokens"] for r in getattr(comparison, name).records if r["tokens"] is not None]
+        for name in ("base", "lora")
+    }
     top = max([max(v, default=0) for v in lengths.values()] + [max_tokens or 0, 1])
     bins = np.linspace(0, top + 1, 21)
     fig, ax = plt.subplots(figsize=(8, 3.5), constrained_layout=True)
@@ -277,9 +323,13 @@ def _show_or_close(fig, show: bool) -> None:
 
 
 # ----------------------------------------------------------------------------------- stage runs
-PLOTTED = (("reward", "reward (mean over the batch)"), ("kl", "KL to the reference (k3, nats/token)"),
-           ("completions/mean_length", "mean completion length (tokens)"),
-           ("grad_norm", "grad norm (before clipping)"), ("heldout/accuracy", "held-out accuracy (greedy)"))
+PLOTTED = (
+    ("reward", "reward (mean over the batch)"),
+    ("kl", "KL to the reference (k3, nats/token)"),
+    ("completions/mean_length", "mean completion length (tokens)"),
+    ("grad_norm", "grad norm (before clipping)"),
+    ("heldout/accuracy", "held-out accuracy (greedy)"),
+)
 
 
 def plot_variant_runs(runs: dict, show: bool = True):
@@ -304,12 +354,19 @@ def plot_variant_runs(runs: dict, show: bool = True):
                 ax.plot(steps, [100 * v for v in values], marker="s", label=stage)
             elif key == "kl":  # a line through the fresh batches; the reused ones (off-policy k3) as dots
                 fresh = set(fresh_steps(m))
-                line, = ax.plot([s for s in steps if s in fresh], [v for s, v in pairs if s in fresh], marker=".",
-                                label=stage)
-                ax.plot([s for s in steps if s not in fresh], [v for s, v in pairs if s not in fresh], ls="",
-                        marker="x", alpha=0.5, color=line.get_color())
+                (line,) = ax.plot(
+                    [s for s in steps if s in fresh], [v for s, v in pairs if s in fresh], marker=".", label=stage
+                )
+                ax.plot(
+                    [s for s in steps if s not in fresh],
+                    [v for s, v in pairs if s not in fresh],
+                    ls="",
+                    marker="x",
+                    alpha=0.5,
+                    color=line.get_color(),
+                )
             elif key in ("reward", "completions/mean_length"):
-                line, = ax.plot(steps, rolling_mean(values, 3), lw=2, label=stage)
+                (line,) = ax.plot(steps, rolling_mean(values, 3), lw=2, label=stage)
                 ax.plot(steps, values, ls="", marker=".", alpha=0.4, color=line.get_color())
             else:
                 ax.plot(steps, values, marker=".", label=stage)

@@ -13,14 +13,14 @@
 from __future__ import annotations
 
 import json
+import math
 import platform
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
-from helpers.training.profiles import Profile
-import math
-from helpers.loop import VARIANTS
 
+from helpers.loop import VARIANTS
+from helpers.training.profiles import Profile
 
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"  # the committed reference runs
 
@@ -36,12 +36,17 @@ STAGE_LABELS = {"base": "base", "cold_start": "cold start", "grpo": "cold start 
 
 
 # (summary key, table row): the rates compared between the stages.
-RATES = (("format_rate_strict", "strict format (layout only)"),
-         ("format_rate_valid", "valid format: real reasoning + number"),
-         ("placeholder_rate", "placeholder / template copy"))
+RATES = (
+    ("format_rate_strict", "strict format (layout only)"),
+    ("format_rate_valid", "valid format: real reasoning + number"),
+    ("placeholder_rate", "placeholder / template copy"),
+)
 # Per-question outcomes tested with McNemar between the cold start and GRPO, and their table row.
-PAIRED = {"format_valid": RATES[1][1], "correct": "accuracy",
-          "correct_format_free": "accuracy, format-free (last number)"}
+PAIRED = {
+    "format_valid": RATES[1][1],
+    "correct": "accuracy",
+    "correct_format_free": "accuracy, format-free (last number)",
+}
 
 
 def paired_tests(first, last) -> dict:
@@ -50,9 +55,7 @@ def paired_tests(first, last) -> dict:
     ``lora_only`` counts the questions only ``last`` got, ``base_only`` those only ``first`` got."""
     from helpers.evaluation.stats import mcnemar
 
-    return {key: mcnemar([r[key] for r in first.records], [r[key] for r in last.records]).as_dict()
-            for key in PAIRED}
-
+    return {key: mcnemar([r[key] for r in first.records], [r[key] for r in last.records]).as_dict() for key in PAIRED}
 
 
 def tag_levels(result, problems) -> None:
@@ -70,8 +73,7 @@ def problems_summary(problems: dict) -> dict:
     {"all": tests, level: tests}}`` for ``{stage: EvalResult}`` on course-written problems whose records
     carry a ``level`` (:func:`evaluate_stages`): :func:`helpers.evaluation.scoring.extended_summary` and
     :func:`paired_tests` between the starting point and GRPO."""
-    from helpers.evaluation.scoring import extended_summary
-    from helpers.evaluation.scoring import EvalResult
+    from helpers.evaluation.scoring import EvalResult, extended_summary
 
     levels = list(dict.fromkeys(r["level"] for r in next(iter(problems.values())).records))
 
@@ -79,11 +81,16 @@ def problems_summary(problems: dict) -> dict:
         return EvalResult([r for r in result.records if level == "all" or r["level"] == level])
 
     start = problems.get("cold_start", problems.get("base"))
-    return {"levels": levels,
-            "stages": {stage: {level: extended_summary(part(result, level)) for level in ["all", *levels]}
-                       for stage, result in problems.items()},
-            "mcnemar_start_vs_grpo": {level: paired_tests(part(start, level), part(problems["grpo"], level))
-                                      for level in ["all", *levels]}}
+    return {
+        "levels": levels,
+        "stages": {
+            stage: {level: extended_summary(part(result, level)) for level in ["all", *levels]}
+            for stage, result in problems.items()
+        },
+        "mcnemar_start_vs_grpo": {
+            level: paired_tests(part(start, level), part(problems["grpo"], level)) for level in ["all", *levels]
+        },
+    }
 
 
 def outcomes_by_kind(records, problems, first: str = "cold_start", last: str = "grpo") -> list[dict]:
@@ -108,25 +115,49 @@ def outcomes_by_kind(records, problems, first: str = "cold_start", last: str = "
 
     correct = {}
     for stage in (first, last):
-        rows = sorted((r for r in records if r.get("set") == "problems" and r["stage"] == stage),
-                      key=lambda r: r["index"])
+        rows = sorted(
+            (r for r in records if r.get("set") == "problems" and r["stage"] == stage), key=lambda r: r["index"]
+        )
         if [r["index"] for r in rows] != list(range(len(problems))):
-            raise ValueError(f"stage {stage!r}: {len(rows)} problem records, not one for each of the "
-                             f"{len(problems)} problems (index 0 to {len(problems) - 1})")
+            raise ValueError(
+                f"stage {stage!r}: {len(rows)} problem records, not one for each of the "
+                f"{len(problems)} problems (index 0 to {len(problems) - 1})"
+            )
         correct[stage] = [bool(r["correct"]) for r in rows]
     table = []
     for kind in dict.fromkeys(p.kind for p in problems):
         idx = [i for i, p in enumerate(problems) if p.kind == kind]
         test = mcnemar([correct[first][i] for i in idx], [correct[last][i] for i in idx])
-        table.append({"ops": problems[idx[0]].ops, "kind": kind, "n": len(idx),
-                      first: sum(correct[first][i] for i in idx), last: sum(correct[last][i] for i in idx),
-                      "gained": test.lora_only, "lost": test.base_only, "p": test.p_value})
+        table.append(
+            {
+                "ops": problems[idx[0]].ops,
+                "kind": kind,
+                "n": len(idx),
+                first: sum(correct[first][i] for i in idx),
+                last: sum(correct[last][i] for i in idx),
+                "gained": test.lora_only,
+                "lost": test.base_only,
+                "p": test.p_value,
+            }
+        )
     return table
 
 
-def pipeline_summary(profile: Profile, results: dict, timings: dict, *, reward_set: str, dataset: str | None,
-                  cold_start=None, reused_cold_start=None, command: str | None = None, training=None,
-                  skipped: str | None = None, problems: dict | None = None, prompts: str | None = None) -> dict:
+def pipeline_summary(
+    profile: Profile,
+    results: dict,
+    timings: dict,
+    *,
+    reward_set: str,
+    dataset: str | None,
+    cold_start=None,
+    reused_cold_start=None,
+    command: str | None = None,
+    training=None,
+    skipped: str | None = None,
+    problems: dict | None = None,
+    prompts: str | None = None,
+) -> dict:
     """The content of ``summary.json``: provenance (command, commit, date, machine), the profile,
     the cold start (``cold_start``, trained in this run, or the folder ``reused_cold_start``, assumed
     trained on the profile's ``cold_start_examples`` first train rows, as GRPO's prompts skip them,
@@ -145,25 +176,36 @@ def pipeline_summary(profile: Profile, results: dict, timings: dict, *, reward_s
     start = results.get("cold_start", results.get("base"))
     processes = training.processes if training else 1
     summary = {
-        "command": command or f"helpers.training.pipeline.run_pipeline(profile {profile.name!r}, {reward_set!r} rewards)",
+        "command": command
+        or f"helpers.training.pipeline.run_pipeline(profile {profile.name!r}, {reward_set!r} rewards)",
         "commit": git_commit(),
         "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {cpu_count()} CPU cores, python {platform.python_version()}",
         "profile": asdict(profile),
         "reward_set": reward_set,
-        "cold_start_examples": (cold_start.examples if cold_start else
-                                profile.cold_start_examples + profile.cold_start_problems if reused_cold_start
-                                else 0),
+        "cold_start_examples": (
+            cold_start.examples
+            if cold_start
+            else profile.cold_start_examples + profile.cold_start_problems
+            if reused_cold_start
+            else 0
+        ),
         "cold_start_reused": str(reused_cold_start) if reused_cold_start else None,
-        "distributed": {"processes": processes,
-                        "per_device_train_batch_size": profile.per_device_train_batch_size,
-                        "gradient_accumulation_steps": profile.gradient_accumulation_steps,
-                        "num_generations": profile.num_generations,
-                        "global_batch": training.global_batch if training else
-                        profile.per_device_train_batch_size * profile.gradient_accumulation_steps},
+        "distributed": {
+            "processes": processes,
+            "per_device_train_batch_size": profile.per_device_train_batch_size,
+            "gradient_accumulation_steps": profile.gradient_accumulation_steps,
+            "num_generations": profile.num_generations,
+            "global_batch": training.global_batch
+            if training
+            else profile.per_device_train_batch_size * profile.gradient_accumulation_steps,
+        },
         "timings_s": {k: round(v, 1) for k, v in timings.items()},
-        "evaluation": ({"dataset": dataset, "n": len(start.records), "decoding": decoding(profile, greedy=True)}
-                       if start else {"skipped": skipped or "no evaluation"}),
+        "evaluation": (
+            {"dataset": dataset, "n": len(start.records), "decoding": decoding(profile, greedy=True)}
+            if start
+            else {"skipped": skipped or "no evaluation"}
+        ),
         "grpo_prompts": prompts,
         "heldout": [{"step": step, **values} for step, values in (training.heldout if training else [])],
         "stages": {stage: extended_summary(result) for stage, result in results.items()},
@@ -184,8 +226,9 @@ def stage_table(stages: dict, tests: dict | None = None):
 
     rows = {"accuracy": [f"{s['correct']}/{s['n']}" for s in stages.values()]}
     if all(s.get("accuracy_format_free") is not None for s in stages.values()):
-        rows[PAIRED["correct_format_free"]] = [f"{round(s['accuracy_format_free'] * s['n'])}/{s['n']}"
-                                               for s in stages.values()]
+        rows[PAIRED["correct_format_free"]] = [
+            f"{round(s['accuracy_format_free'] * s['n'])}/{s['n']}" for s in stages.values()
+        ]
     for key, label in RATES:
         rows[label] = [f"{round(s[key] * s['n'])}/{s['n']}" for s in stages.values()]
     rows["mean completion tokens"] = [f"{s['mean_tokens']:.0f}" for s in stages.values()]
@@ -215,14 +258,16 @@ def problems_table(problems: dict):
             row = f"{name}, {level}"
             rows[row] = [f"{round(s[level][summary_key] * s[level]['n'])}/{s[level]['n']}" for s in stages.values()]
             paired[row] = tests[level][key]
-    rows["valid format, all"] = [f"{round(s['all']['format_rate_valid'] * s['all']['n'])}/{s['all']['n']}"
-                                 for s in stages.values()]
+    rows["valid format, all"] = [
+        f"{round(s['all']['format_rate_valid'] * s['all']['n'])}/{s['all']['n']}" for s in stages.values()
+    ]
     paired["valid format, all"] = tests["all"]["format_valid"]
     rows["mean completion tokens, all"] = [f"{s['all']['mean_tokens']:.0f}" for s in stages.values()]
     labels = [STAGE_LABELS[k] for k in stages]
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=labels)
-    frame[f"McNemar p, {labels[-2]} -> {labels[-1]}"] = [_p_cell(paired[row]) if row in paired else ""
-                                                         for row in frame.index]
+    frame[f"McNemar p, {labels[-2]} -> {labels[-1]}"] = [
+        _p_cell(paired[row]) if row in paired else "" for row in frame.index
+    ]
     return frame
 
 
@@ -246,8 +291,18 @@ def load_summary(run_dir) -> dict:
 REFERENCE_FILES = ("summary.json", "metrics.csv", "cold_start_metrics.csv", "training_curves.png", "pass_at_k.json")
 
 
-OUTCOME_KEYS = ("set", "stage", "index", "level", "correct", "correct_format_free", "format_strict", "format_valid",
-                "placeholder", "tokens")
+OUTCOME_KEYS = (
+    "set",
+    "stage",
+    "index",
+    "level",
+    "correct",
+    "correct_format_free",
+    "format_strict",
+    "format_valid",
+    "placeholder",
+    "tokens",
+)
 
 
 def save_reference(run_dir, dest) -> Path:
@@ -280,10 +335,16 @@ def git_commit() -> str | None:
     """The current commit (``+dirty`` with uncommitted changes), or None outside a git clone."""
     try:
         root = Path(__file__).resolve().parents[2]
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                                check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         return commit + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return None
@@ -301,8 +362,9 @@ def read_variant_runs(results_dir) -> tuple[dict, list]:
     from helpers.evaluation.plots import read_metrics
 
     results_dir = Path(results_dir)
-    found = {s: read_metrics(results_dir / s / METRICS_FILE) for s in VARIANTS
-             if (results_dir / s / METRICS_FILE).exists()}
+    found = {
+        s: read_metrics(results_dir / s / METRICS_FILE) for s in VARIANTS if (results_dir / s / METRICS_FILE).exists()
+    }
     return found, [s for s in VARIANTS if s not in found]
 
 
@@ -328,13 +390,15 @@ def variant_table(runs: dict):
         trained = [i for i, s in enumerate(m["step"]) if s > 0]
         first, last = trained[:5], trained[-5:]
         held = [v for v in m.get("heldout/accuracy", []) if not math.isnan(v)]
-        rows[stage] = {"reward, steps 1-5": mean([m["reward"][i] for i in first]),
-                       "reward, last 5": mean([m["reward"][i] for i in last]),
-                       "KL, last fresh batch": m["kl"][m["step"].index(fresh_steps(m)[-1])],
-                       "length, last 5": mean([m["completions/mean_length"][i] for i in last]),
-                       "grad norm, last 5": mean([m["grad_norm"][i] for i in last]),
-                       "clipped tokens, mean": mean([m["clip_ratio/region_mean"][i] for i in trained]),
-                       "held-out, step 0": held[0] if held else float("nan"),
-                       "held-out, last": held[-1] if held else float("nan"),
-                       "seconds per step": mean([m["step_time_s"][i] for i in trained])}
+        rows[stage] = {
+            "reward, steps 1-5": mean([m["reward"][i] for i in first]),
+            "reward, last 5": mean([m["reward"][i] for i in last]),
+            "KL, last fresh batch": m["kl"][m["step"].index(fresh_steps(m)[-1])],
+            "length, last 5": mean([m["completions/mean_length"][i] for i in last]),
+            "grad norm, last 5": mean([m["grad_norm"][i] for i in last]),
+            "clipped tokens, mean": mean([m["clip_ratio/region_mean"][i] for i in trained]),
+            "held-out, step 0": held[0] if held else float("nan"),
+            "held-out, last": held[-1] if held else float("nan"),
+            "seconds per step": mean([m["step_time_s"][i] for i in trained]),
+        }
     return pd.DataFrame.from_dict(rows, orient="index")

@@ -3,7 +3,7 @@
 Three steps, each a public function, so that any of them can be reused or tested alone:
 
 1. **Generate** (:func:`evaluate`): one prompt per question, built by ``build_prompt``
-   (default: :func:`helpers.data.gsm8k.make_prompt`, the exact training prompt), generated in
+   (default: :func:`helpers.course_format.make_prompt`, the exact training prompt), generated in
    batches through :func:`helpers.training.generation.generate` (vLLM on a GPU, batched HF on a CPU)
    with a progress bar. ``samples=k > 1`` draws k completions per question and majority-votes their
    answers (self-consistency, :func:`helpers.data.prompting.majority_vote`).
@@ -25,15 +25,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+
+from helpers.evaluation.stats import wilson_interval
 from helpers.grading import extract_answer, extract_xml_block, is_equivalent
 from helpers.rewards import content_checked, is_placeholder, prompt_texts, soft_layout, strict_layout
-import re
-from helpers.evaluation.stats import wilson_interval
-
 
 # Prompts per generate call with vLLM: its scheduler batches them itself ("put all of your prompts
 # into a single list", vLLM 0.11.2 LLM.generate); 256 keeps a progress bar (1,319 questions: 6 calls).
@@ -43,15 +43,32 @@ VLLM_BATCH = 256
 HF_BATCH = 8  # rows per padded batch with transformers (memory grows with it)
 
 
-RECORD_KEYS = ("question", "gold", "completion", "extracted", "correct", "correct_format_free",
-               "format_strict", "format_soft", "format_valid", "placeholder", "tokens", "seconds")
+RECORD_KEYS = (
+    "question",
+    "gold",
+    "completion",
+    "extracted",
+    "correct",
+    "correct_format_free",
+    "format_strict",
+    "format_soft",
+    "format_valid",
+    "placeholder",
+    "tokens",
+    "seconds",
+)
 
 
 # ---------------------------------------------------------------------------------- scoring
-def score(questions: list[str], golds: list[str], completions: list[str], *,
-          extract: Callable[[str], str | None] | None = None,
-          tokens: list[int | None] | None = None,
-          seconds: list[float | None] | None = None) -> list[dict]:
+def score(
+    questions: list[str],
+    golds: list[str],
+    completions: list[str],
+    *,
+    extract: Callable[[str], str | None] | None = None,
+    tokens: list[int | None] | None = None,
+    seconds: list[float | None] | None = None,
+) -> list[dict]:
     """Grade completions; returns one record per question (keys: :data:`RECORD_KEYS`).
 
     ``extracted = extract(completion)`` (default :func:`helpers.grading.extract_answer`),
@@ -75,8 +92,10 @@ def score(questions: list[str], golds: list[str], completions: list[str], *,
     seconds = [None] * n if seconds is None else list(seconds)
     lengths = {len(golds), len(completions), len(tokens), len(seconds)}
     if lengths != {n}:
-        raise ValueError(f"questions, golds, completions, tokens and seconds differ in length: "
-                         f"{n}, {len(golds)}, {len(completions)}, {len(tokens)}, {len(seconds)}")
+        raise ValueError(
+            f"questions, golds, completions, tokens and seconds differ in length: "
+            f"{n}, {len(golds)}, {len(completions)}, {len(tokens)}, {len(seconds)}"
+        )
     from helpers.data.prompting import last_number
 
     extract = extract or extract_answer
@@ -85,16 +104,25 @@ def score(questions: list[str], golds: list[str], completions: list[str], *,
         text, extracted = completions[i], extract(completions[i])
         sources = prompt_texts(None) + [questions[i]]
         strict = strict_layout(text)
-        records.append({
-            "question": questions[i], "gold": golds[i], "completion": text,
-            "extracted": extracted, "correct": bool(is_equivalent(extracted, golds[i])),
-            "correct_format_free": bool(is_equivalent(last_number(text), golds[i], warn=False)),
-            "format_strict": strict, "format_soft": soft_layout(text),
-            "format_valid": strict and content_checked(text, sources),
-            "placeholder": (is_placeholder(extract_xml_block(text, "reasoning"), sources)
-                            or is_placeholder(extract_xml_block(text, "answer"))),
-            "tokens": tokens[i], "seconds": seconds[i],
-        })
+        records.append(
+            {
+                "question": questions[i],
+                "gold": golds[i],
+                "completion": text,
+                "extracted": extracted,
+                "correct": bool(is_equivalent(extracted, golds[i])),
+                "correct_format_free": bool(is_equivalent(last_number(text), golds[i], warn=False)),
+                "format_strict": strict,
+                "format_soft": soft_layout(text),
+                "format_valid": strict and content_checked(text, sources),
+                "placeholder": (
+                    is_placeholder(extract_xml_block(text, "reasoning"), sources)
+                    or is_placeholder(extract_xml_block(text, "answer"))
+                ),
+                "tokens": tokens[i],
+                "seconds": seconds[i],
+            }
+        )
     return records
 
 
@@ -165,7 +193,7 @@ class EvalResult:
         return path
 
     @classmethod
-    def from_jsonl(cls, path: str | os.PathLike) -> "EvalResult":
+    def from_jsonl(cls, path: str | os.PathLike) -> EvalResult:
         """Records read back from :meth:`to_jsonl`, with the summary recomputed."""
         return cls(read_jsonl(path))
 
@@ -216,12 +244,24 @@ def _token_count(tokenizer, text: str) -> int | None:
     return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-def evaluate(model, tokenizer, dataset, build_prompt: Callable[[str], list[dict]] | None = None,
-             n: int | None = None, *, max_new_tokens: int = 200, temperature: float = 0.0,
-             top_p: float = 1.0, seed: int = 0, batch_size: int | None = None, lora_path=None,
-             extract: Callable[[str], str | None] | None = None, samples: int = 1,
-             desc: str = "evaluating", generate_fn: Callable[..., list[str]] | None = None,
-             ) -> EvalResult:
+def evaluate(
+    model,
+    tokenizer,
+    dataset,
+    build_prompt: Callable[[str], list[dict]] | None = None,
+    n: int | None = None,
+    *,
+    max_new_tokens: int = 200,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    seed: int = 0,
+    batch_size: int | None = None,
+    lora_path=None,
+    extract: Callable[[str], str | None] | None = None,
+    samples: int = 1,
+    desc: str = "evaluating",
+    generate_fn: Callable[..., list[str]] | None = None,
+) -> EvalResult:
     """Generate, score and summarize the first ``n`` questions of ``dataset``.
 
     Args:
@@ -229,7 +269,7 @@ def evaluate(model, tokenizer, dataset, build_prompt: Callable[[str], list[dict]
             completion tokens (the decoded completion re-tokenized, without special tokens).
         dataset: a ``datasets.Dataset`` or list of dicts with ``question`` and ``answer``
             (the gold label), e.g. :func:`helpers.data.gsm8k.load_gsm8k` ``("test")``.
-        build_prompt: ``question -> chat messages``; default :func:`helpers.data.gsm8k.make_prompt`.
+        build_prompt: ``question -> chat messages``; default :func:`helpers.course_format.make_prompt`.
         n: how many questions, from the start (file order); default all.
         max_new_tokens, temperature, top_p: decoding (``temperature=0``: greedy).
         seed: sample ``j`` of every batch is generated with seed ``seed + j``.
@@ -259,40 +299,44 @@ def evaluate(model, tokenizer, dataset, build_prompt: Callable[[str], list[dict]
     if batch_size is None:
         batch_size = default_batch_size(model)
     if batch_size < 1 or samples < 1 or max_new_tokens < 1:
-        raise ValueError(f"batch_size, samples and max_new_tokens must be >= 1, got "
-                         f"{batch_size}, {samples}, {max_new_tokens}")
+        raise ValueError(
+            f"batch_size, samples and max_new_tokens must be >= 1, got {batch_size}, {samples}, {max_new_tokens}"
+        )
     if samples > 1 and temperature <= 0:
-        raise ValueError("self-consistency (samples > 1) needs temperature > 0: greedy decoding "
-                         "would give the same completion every time")
+        raise ValueError(
+            "self-consistency (samples > 1) needs temperature > 0: greedy decoding "
+            "would give the same completion every time"
+        )
     if generate_fn is not None and lora_path is not None:
-        raise ValueError("lora_path goes to helpers.training.generation.generate; a generate_fn must apply "
-                         "its adapter itself")
+        raise ValueError(
+            "lora_path goes to helpers.training.generation.generate; a generate_fn must apply its adapter itself"
+        )
     if generate_fn is None:
         if model is None or tokenizer is None:
             raise ValueError("pass a model and tokenizer, or a generate_fn")
         from helpers.training.generation import generate
 
         def generate_fn(prompts, **kwargs):
-            return generate(model, tokenizer, prompts, lora_path=lora_path, batch_size=batch_size,
-                            **kwargs)
+            return generate(model, tokenizer, prompts, lora_path=lora_path, batch_size=batch_size, **kwargs)
+
     if build_prompt is None:
-        from helpers.data.gsm8k import make_prompt as build_prompt
+        from helpers.course_format import make_prompt as build_prompt
     questions, golds = _rows(dataset, n)
     extract = extract or extract_answer
 
     records: list[dict] = []
     with tqdm(total=len(questions), desc=desc, unit="q") as bar:
         for start in range(0, len(questions), batch_size):
-            qs, gs = questions[start:start + batch_size], golds[start:start + batch_size]
+            qs, gs = questions[start : start + batch_size], golds[start : start + batch_size]
             prompts = [build_prompt(q) for q in qs]
             t0 = time.perf_counter()
             per_sample = []  # per_sample[j][i]: sample j of question i
             for j in range(samples):
-                out = generate_fn(prompts, max_new_tokens=max_new_tokens, temperature=temperature,
-                                  top_p=top_p, seed=seed + j)
+                out = generate_fn(
+                    prompts, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed + j
+                )
                 if len(out) != len(prompts):
-                    raise ValueError(f"generator returned {len(out)} completions for "
-                                     f"{len(prompts)} prompts")
+                    raise ValueError(f"generator returned {len(out)} completions for {len(prompts)} prompts")
                 per_sample.append(list(out))
             share = (time.perf_counter() - t0) / len(qs)
             records += _score_batch(qs, gs, per_sample, extract, tokenizer, share)
@@ -302,7 +346,7 @@ def evaluate(model, tokenizer, dataset, build_prompt: Callable[[str], list[dict]
 
 def default_batch_size(model) -> int:
     """Questions per generate call: :data:`VLLM_BATCH` (256) for a model with vLLM inside, whose
-    engine schedules the sequences itself (issue 18: batches of 16 left it mostly idle), else
+    engine schedules the sequences itself (small batches leave it mostly idle), else
     :data:`HF_BATCH` (8) padded rows for transformers."""
     from helpers.training.models import uses_vllm
 
@@ -314,8 +358,7 @@ def _score_batch(questions, golds, per_sample, extract, tokenizer, seconds) -> l
     if len(per_sample) == 1:
         completions = per_sample[0]
         tokens = [_token_count(tokenizer, c) for c in completions]
-        return score(questions, golds, completions, extract=extract, tokens=tokens,
-                     seconds=[seconds] * len(questions))
+        return score(questions, golds, completions, extract=extract, tokens=tokens, seconds=[seconds] * len(questions))
     from helpers.data.prompting import majority_vote
 
     records = []
@@ -326,8 +369,9 @@ def _score_batch(questions, golds, per_sample, extract, tokenizer, seconds) -> l
         chosen = next((c for c, v in zip(samples, votes) if v is not None and v == winner), samples[0])
         counts = [_token_count(tokenizer, c) for c in samples]
         total = None if None in counts else sum(counts)
-        record = score([questions[i]], [golds[i]], [chosen], extract=lambda _c, w=winner: w,
-                       tokens=[total], seconds=[seconds])[0]
+        record = score(
+            [questions[i]], [golds[i]], [chosen], extract=lambda _c, w=winner: w, tokens=[total], seconds=[seconds]
+        )[0]
         record.update(completions=samples, votes=votes)
         records.append(record)
     return records
@@ -379,5 +423,8 @@ def reasoning_complete(text: str | None, min_steps: int = MIN_REASONING_STEPS) -
 def extended_summary(result: EvalResult) -> dict:
     """:func:`helpers.evaluation.scoring.summarize` plus ``correct`` and ``reasoning_rate``."""
     records = result.records
-    return {**summarize(records), "correct": sum(bool(r["correct"]) for r in records),
-            "reasoning_rate": sum(reasoning_complete(r["completion"]) for r in records) / len(records)}
+    return {
+        **summarize(records),
+        "correct": sum(bool(r["correct"]) for r in records),
+        "reasoning_rate": sum(reasoning_complete(r["completion"]) for r in records) / len(records),
+    }

@@ -12,10 +12,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 import numbers
-from typing import Sequence
 import random
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 
 # ------------------------------------------------------------------------------ statistics
@@ -128,13 +128,11 @@ def mcnemar(base_correct: Sequence[bool], lora_correct: Sequence[bool]) -> McNem
         ValueError: the lists differ in length or are empty.
     """
     if len(base_correct) != len(lora_correct) or not base_correct:
-        raise ValueError(f"need two non-empty paired lists, got {len(base_correct)} and "
-                         f"{len(lora_correct)} outcomes")
+        raise ValueError(f"need two non-empty paired lists, got {len(base_correct)} and {len(lora_correct)} outcomes")
     pairs = [(bool(a), bool(b)) for a, b in zip(base_correct, lora_correct)]
     b, c = pairs.count((True, False)), pairs.count((False, True))
     chi2, p_chi2 = mcnemar_chi2(b, c)
-    return McNemar(pairs.count((True, True)), b, c, pairs.count((False, False)),
-                   mcnemar_exact_p(b, c), chi2, p_chi2)
+    return McNemar(pairs.count((True, True)), b, c, pairs.count((False, False)), mcnemar_exact_p(b, c), chi2, p_chi2)
 
 
 KS = (1, 2, 4, 8)
@@ -158,8 +156,9 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
 
 
-def bootstrap_interval(values: Sequence[float], level: float = 0.95, draws: int = 2000,
-                       seed: int = 0) -> tuple[float, float]:
+def bootstrap_interval(
+    values: Sequence[float], level: float = 0.95, draws: int = 2000, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of ``values`` (resampled with replacement, ``draws``
     times, from a seeded generator: the same input gives the same interval).
 
@@ -194,4 +193,3 @@ def pass_at_k_summary(correct_counts: Sequence[int], n: int, ks: Sequence[int] =
         low, high = bootstrap_interval(per_problem)
         summary[f"pass@{k}"] = {"value": sum(per_problem) / len(per_problem), "ci_low": low, "ci_high": high}
     return summary
-

@@ -23,6 +23,7 @@ from __future__ import annotations
 import csv
 import time
 from pathlib import Path
+
 from transformers import TrainerCallback
 from transformers.trainer_callback import ProgressCallback
 
@@ -124,11 +125,12 @@ class HeldoutAccuracy(TrainerCallback):
         ValueError: ``every < 1`` or no problems.
     """
 
-    def __init__(self, problems, tokenizer, *, every: int = 5, max_new_tokens: int = 128, metrics=None,
-                 batch_size: int = 32):
+    def __init__(
+        self, problems, tokenizer, *, every: int = 5, max_new_tokens: int = 128, metrics=None, batch_size: int = 32
+    ):
         if every < 1:
             raise ValueError(f"every must be at least 1, got {every}")
-        from helpers.data.gsm8k import make_prompt
+        from helpers.course_format import make_prompt
 
         rows = [{"question": r["question"], "answer": str(r["answer"])} for r in problems]
         if not rows:
@@ -146,8 +148,10 @@ class HeldoutAccuracy(TrainerCallback):
         from helpers.training.models import uses_vllm
 
         if uses_vllm(model):
-            raise ValueError("HeldoutAccuracy generates with the policy in memory; a vLLM engine holds only the "
-                             "base weights between Unsloth's LoRA syncs (use it with transformers profiles)")
+            raise ValueError(
+                "HeldoutAccuracy generates with the policy in memory; a vLLM engine holds only the "
+                "base weights between Unsloth's LoRA syncs (use it with transformers profiles)"
+            )
         import torch
 
         training = model.training
@@ -155,8 +159,14 @@ class HeldoutAccuracy(TrainerCallback):
         # The rollouts draw from torch's global stream: whatever the generation backend does with it (HF
         # generate() used to reseed it with 0, so every seed's rollouts then drew the same numbers), keep it.
         with torch.random.fork_rng(devices=range(torch.cuda.device_count())):  # CPU and every GPU stream
-            texts = generate(model, self.tokenizer, self.prompts, max_new_tokens=self.max_new_tokens,
-                             temperature=0.0, batch_size=self.batch_size)
+            texts = generate(
+                model,
+                self.tokenizer,
+                self.prompts,
+                max_new_tokens=self.max_new_tokens,
+                temperature=0.0,
+                batch_size=self.batch_size,
+            )
         values = {**score_heldout(texts, self.answers), HELDOUT_COLUMNS[2]: time.perf_counter() - started}
         model.train(training)
         return values

@@ -9,14 +9,14 @@ GRPO learns nothing from a group whose completions all score the same. SmolLM2-1
 greedy: ``results/cpu-cold160-checked``). A completion without the tags earns 0 from every
 reward unless it ends in a ``\\boxed{}`` answer, which the base model's committed evaluations never
 show (answer rate 0), so such a group gives GRPO no signal. After the CPU profile's cold start (40 GSM8K
-*train* solutions and 120 course-written worked problems) the valid format is there on 16 of 32
-GSM8K test questions and 125 of 128 course-written test problems (``results/cpu-curriculum``), and
-groups can differ.
+*train* solutions and 120 course-written worked problems) the valid format is there on most
+course-written test problems and on about half of the GSM8K ones (``results/cpu-curriculum/summary.json``),
+and groups can differ.
 
 * :func:`format_solution` rewrites a GSM8K worked solution in the course format (calculator
   annotations ``<<48/2=24>>`` removed, the ``####`` label as the answer).
 * :func:`build_sft_dataset` makes TRL conversational prompt-completion rows: the training prompt
-  (:func:`helpers.data.gsm8k.make_prompt`) and the formatted solution as the assistant turn.
+  (:func:`helpers.course_format.make_prompt`) and the formatted solution as the assistant turn.
 * :func:`train_cold_start` trains a LoRA with TRL's ``SFTTrainer`` (loss on the assistant turn
   only), merges it into the base weights and saves a plain checkpoint: the GRPO policy starts
   from it and, where beta > 0, the same weights serve as the GRPO reference model.
@@ -24,13 +24,13 @@ groups can differ.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from helpers.data.gsm8k import SYSTEM_PROMPT, extract_hash_answer, make_prompt, read_rows
-from helpers.training.profiles import Profile
 
+from helpers.course_format import SYSTEM_PROMPT, extract_hash_answer, format_solution, make_prompt
+from helpers.data.gsm8k import read_rows
+from helpers.training.profiles import Profile
 
 COLD_START_DIR = "cold_start"
 
@@ -38,30 +38,12 @@ COLD_START_DIR = "cold_start"
 COLD_START_METRICS_FILE = "cold_start_metrics.csv"
 
 
-_CALCULATOR_RE = re.compile(r"<<[^<>]*>>")
-
-
-def format_solution(solution: str) -> str:
-    """A GSM8K worked solution in the course's XML format.
-
-    ``"Natalia sold 48/2 = <<48/2=24>>24 clips in May.\\n...\\n#### 72"`` ->
-    ``"<reasoning>\\nNatalia sold 48/2 = 24 clips in May.\\n...\\n</reasoning>\\n<answer>\\n72\\n</answer>"``.
-
-    Raises:
-        ValueError: no ``####`` label, or no reasoning before it.
-    """
-    answer = extract_hash_answer(solution)
-    steps = _CALCULATOR_RE.sub("", solution.split("####")[0]).strip()
-    if not steps:
-        raise ValueError(f"solution has no worked steps before '####': {solution[:80]!r}")
-    return f"<reasoning>\n{steps}\n</reasoning>\n<answer>\n{answer}\n</answer>"
-
-
 PROBLEMS_SEED = 1000  # the cold start's course-written problems: a draw of their own (GRPO's use profile.seed)
 
 
-def build_sft_dataset(n: int, data_dir=None, system_prompt: str = SYSTEM_PROMPT, problems: int = 0,
-                      two_op_share: float = 0.5):
+def build_sft_dataset(
+    n: int, data_dir=None, system_prompt: str = SYSTEM_PROMPT, problems: int = 0, two_op_share: float = 0.5
+):
     """The first ``n`` GSM8K *train* rows, and ``problems`` course-written worked problems, as a
     ``datasets.Dataset`` for ``SFTTrainer``.
 
@@ -93,18 +75,27 @@ def build_sft_dataset(n: int, data_dir=None, system_prompt: str = SYSTEM_PROMPT,
     description = f"{source}, first {n} rows"
     if problems:
         two = int(problems * two_op_share + 1e-9)  # 120 x 2/3 may fall just under 80
-        written = [p for ops, k in ((1, problems - two), (2, two)) if k
-                   for p in make_problems(k, ops=ops, split="train", seed=PROBLEMS_SEED)]
+        written = [
+            p
+            for ops, k in ((1, problems - two), (2, two))
+            if k
+            for p in make_problems(k, ops=ops, split="train", seed=PROBLEMS_SEED)
+        ]
         pairs += [(p.question, p.solution) for p in written]
         random.Random(0).shuffle(pairs)
-        description += (f", and {problems} course-written worked problems ({problems - two} with 1 operation, "
-                        f"{two} with 2; not GSM8K)")
-    return Dataset.from_dict({
-        "prompt": [make_prompt(q, system_prompt) for q, _ in pairs],
-        "completion": [[{"role": "assistant", "content": format_solution(a)}] for _, a in pairs],
-        "question": [q for q, _ in pairs],
-        "answer": [extract_hash_answer(a) for _, a in pairs],
-    }, info=DatasetInfo(description=description))
+        description += (
+            f", and {problems} course-written worked problems ({problems - two} with 1 operation, "
+            f"{two} with 2; not GSM8K)"
+        )
+    return Dataset.from_dict(
+        {
+            "prompt": [make_prompt(q, system_prompt) for q, _ in pairs],
+            "completion": [[{"role": "assistant", "content": format_solution(a)}] for _, a in pairs],
+            "question": [q for q, _ in pairs],
+            "answer": [extract_hash_answer(a) for _, a in pairs],
+        },
+        info=DatasetInfo(description=description),
+    )
 
 
 def build_sft_config(profile: Profile, output_dir, **overrides):
@@ -154,8 +145,9 @@ class ColdStart:
     examples: int
 
 
-def train_cold_start(profile: Profile, output_dir, *, n: int | None = None, model_path=None,
-                     dataset=None, **config_overrides) -> ColdStart:
+def train_cold_start(
+    profile: Profile, output_dir, *, n: int | None = None, model_path=None, dataset=None, **config_overrides
+) -> ColdStart:
     """SFT a LoRA on formatted GSM8K train solutions, merge it, save ``<output_dir>/cold_start``.
 
     Args:
@@ -178,21 +170,28 @@ def train_cold_start(profile: Profile, output_dir, *, n: int | None = None, mode
     from trl import SFTTrainer
 
     from helpers.evaluation.adapters import save_merged
-    from helpers.training.models import load_model
     from helpers.training.callbacks import MetricsCSV, quiet_progress
+    from helpers.training.models import load_model
 
     n = profile.cold_start_examples if n is None else n
     if n < 1:
         raise ValueError(f"cold start needs at least 1 example, got {n}")
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    dataset = dataset if dataset is not None else build_sft_dataset(
-        n, problems=profile.cold_start_problems, two_op_share=profile.cold_start_two_op_share)
+    dataset = (
+        dataset
+        if dataset is not None
+        else build_sft_dataset(n, problems=profile.cold_start_problems, two_op_share=profile.cold_start_two_op_share)
+    )
     model, tokenizer = load_model(profile, model_path)
     metrics = MetricsCSV(output_dir / COLD_START_METRICS_FILE)
-    trainer = SFTTrainer(model=model, processing_class=tokenizer, train_dataset=dataset,
-                         args=build_sft_config(profile, output_dir, **config_overrides),
-                         callbacks=[metrics])
+    trainer = SFTTrainer(
+        model=model,
+        processing_class=tokenizer,
+        train_dataset=dataset,
+        args=build_sft_config(profile, output_dir, **config_overrides),
+        callbacks=[metrics],
+    )
     quiet_progress(trainer)
     started = time.perf_counter()
     trainer.train()

@@ -51,8 +51,10 @@ def is_main_process() -> bool:
 def zero3_launch() -> bool:
     """True under ``accelerate launch`` with DeepSpeed ZeRO stage 3 (``configs/deepspeed_zero3.yaml``):
     accelerate exports the config's ``zero_stage`` as ``ACCELERATE_DEEPSPEED_ZERO_STAGE``."""
-    return (os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true"
-            and os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3")
+    return (
+        os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true"
+        and os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3"
+    )
 
 
 def global_batch(profile, processes: int | None = None) -> int:
@@ -69,7 +71,8 @@ def global_batch(profile, processes: int | None = None) -> int:
         raise SetupError(
             f"global batch = per_device_train_batch_size {per_device} x {processes} processes x "
             f"gradient_accumulation_steps {steps} = {total} completions, not a multiple of "
-            f"num_generations {profile.num_generations} (GRPO trains on whole groups)")
+            f"num_generations {profile.num_generations} (GRPO trains on whole groups)"
+        )
     return total
 
 
@@ -94,11 +97,15 @@ def check_launch(profile, *, cold_start: bool) -> int:
             (Unsloth generates with its own engine in every process); a cold start under ZeRO-3.
     """
     if profile.vllm_server_url and profile.backend == "unsloth":
-        raise SetupError(f"profile {profile.name}: Unsloth generates with its own vLLM engine in every "
-                         "process (it sets vllm_mode='colocate'); a vLLM server needs --profile cuda")
+        raise SetupError(
+            f"profile {profile.name}: Unsloth generates with its own vLLM engine in every "
+            "process (it sets vllm_mode='colocate'); a vLLM server needs --profile cuda"
+        )
     if cold_start and zero3_launch():
-        raise SetupError("DeepSpeed ZeRO-3 shards the weights that the cold start merges: pass "
-                         "--cold-start-examples 0 or --cold-start DIR, or use configs/deepspeed_zero2.yaml")
+        raise SetupError(
+            "DeepSpeed ZeRO-3 shards the weights that the cold start merges: pass "
+            "--cold-start-examples 0 or --cold-start DIR, or use configs/deepspeed_zero2.yaml"
+        )
     return global_batch(profile)
 
 
@@ -107,9 +114,11 @@ def describe_batch(processes: int, per_device: int, accumulation: int, num_gener
     4 per process x 2 processes x 1 accumulation step (2 prompts x 4 completions)``."""
     total = per_device * processes * accumulation
     prompts, es = total // num_generations, "es" * (processes != 1)
-    return (f"{processes} process{es}; global batch {total} completions = {per_device} per process x "
-            f"{processes} process{es} x {accumulation} accumulation step{'s' * (accumulation != 1)} "
-            f"({prompts} prompt{'s' * (prompts != 1)} x {num_generations} completions)")
+    return (
+        f"{processes} process{es}; global batch {total} completions = {per_device} per process x "
+        f"{processes} process{es} x {accumulation} accumulation step{'s' * (accumulation != 1)} "
+        f"({prompts} prompt{'s' * (prompts != 1)} x {num_generations} completions)"
+    )
 
 
 def quiet_if_replica() -> bool:

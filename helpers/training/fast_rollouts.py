@@ -37,7 +37,9 @@ from __future__ import annotations
 
 import copy
 from contextlib import contextmanager
+
 import torch
+
 try:  # the trainer needs TRL; sample() and MergedPolicy do not
     from trl import GRPOTrainer
 except ImportError:  # pragma: no cover - TRL is in both stacks
@@ -65,8 +67,12 @@ def _positions(mask: torch.Tensor) -> torch.Tensor:
 
 # ---------------------------------------------------------------------------------- sampling
 def _warpers(temperature: float, top_k: int | None, top_p: float):
-    from transformers.generation.logits_process import (LogitsProcessorList, TemperatureLogitsWarper,
-                                                        TopKLogitsWarper, TopPLogitsWarper)
+    from transformers.generation.logits_process import (
+        LogitsProcessorList,
+        TemperatureLogitsWarper,
+        TopKLogitsWarper,
+        TopPLogitsWarper,
+    )
 
     warpers = LogitsProcessorList()
     if temperature != 1.0:
@@ -79,10 +85,20 @@ def _warpers(temperature: float, top_k: int | None, top_p: float):
 
 
 @torch.no_grad()
-def sample(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, max_new_tokens: int,
-           eos_token_id, pad_token_id: int, temperature: float = 1.0, top_k: int | None = None,
-           top_p: float = 1.0, generator: torch.Generator | None = None,
-           return_logps: bool = False):
+def sample(
+    model,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    *,
+    max_new_tokens: int,
+    eos_token_id,
+    pad_token_id: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float = 1.0,
+    generator: torch.Generator | None = None,
+    return_logps: bool = False,
+):
     """Sample a completion for each row of a left-padded batch of prompts.
 
     Args:
@@ -110,12 +126,10 @@ def sample(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, max_
     if temperature < 0:
         raise ValueError(f"temperature must be >= 0, got {temperature}")
     if input_ids.shape != attention_mask.shape:
-        raise ValueError(f"input_ids {tuple(input_ids.shape)} and attention_mask "
-                         f"{tuple(attention_mask.shape)} differ")
+        raise ValueError(f"input_ids {tuple(input_ids.shape)} and attention_mask {tuple(attention_mask.shape)} differ")
     from transformers import DynamicCache
 
-    eos = torch.tensor([eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id),
-                       device=input_ids.device)
+    eos = torch.tensor([eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id), device=input_ids.device)
     warpers = _warpers(temperature, top_k, top_p) if temperature > 0 else None
     groups = prompt_groups(input_ids, attention_mask)
     firsts = torch.tensor([rows[0] for rows in groups], device=input_ids.device)
@@ -124,9 +138,14 @@ def sample(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, max_
         owner[rows] = i
 
     cache = DynamicCache()
-    out = model(input_ids=input_ids[firsts], attention_mask=attention_mask[firsts],
-                position_ids=_positions(attention_mask[firsts]), past_key_values=cache, use_cache=True,
-                logits_to_keep=1)
+    out = model(
+        input_ids=input_ids[firsts],
+        attention_mask=attention_mask[firsts],
+        position_ids=_positions(attention_mask[firsts]),
+        past_key_values=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
     cache.batch_select_indices(owner)  # each group's prompt keys and values, repeated for its rows
     logits = _upcast(out.logits[owner, -1])
     batch = input_ids.size(0)
@@ -155,8 +174,9 @@ def sample(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, max_
             cache.batch_select_indices(keep)
         mask = torch.cat([mask, mask.new_ones(mask.size(0), 1)], dim=1)
         position = position + 1
-        out = model(input_ids=step[:, None], attention_mask=mask, position_ids=position, past_key_values=cache,
-                    use_cache=True)
+        out = model(
+            input_ids=step[:, None], attention_mask=mask, position_ids=position, past_key_values=cache, use_cache=True
+        )
         logits = _upcast(out.logits[:, -1])
     tokens, logps = tokens[:, :length], logps[:, :length]
     return (tokens, logps) if return_logps else tokens
@@ -166,9 +186,8 @@ def draw(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch
     """One index per row of ``probs`` ``(rows, V)`` (each row non-negative, summing to about 1), drawn
     with those probabilities by the inverse of the cumulative distribution: one uniform number per
     row, located in the row's running sum (float64). The same distribution as ``torch.multinomial``
-    (which HF's ``generate`` calls), other draws: ``multinomial`` races one exponential variate per
-    entry, 46 ms a step for 64 rows of SmolLM2's 49,152-token vocabulary on 2 CPU cores, 12 % of a
-    rollout. A zero-probability index is never drawn. Returns ``(rows,)`` int64."""
+    (which HF's ``generate`` calls), other draws, and cheaper: ``multinomial`` races one exponential
+    variate per vocabulary entry. A zero-probability index is never drawn. Returns ``(rows,)`` int64."""
     cdf = probs.double().cumsum(-1)
     u = torch.rand(probs.size(0), 1, generator=generator, dtype=torch.float64, device=probs.device) * cdf[:, -1:]
     return torch.searchsorted(cdf, u, right=True).clamp(max=probs.size(-1) - 1).squeeze(1)
@@ -227,10 +246,17 @@ def merged_generate(peft_model, merged: MergedPolicy):
         config = generation_config
         if config is None or not _plain_sampling(config):
             return own(input_ids=input_ids, attention_mask=attention_mask, generation_config=config, **kwargs)
-        completion = sample(merged.model, input_ids, attention_mask, max_new_tokens=config.max_new_tokens,
-                            eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id,
-                            temperature=config.temperature if config.do_sample else 0.0,
-                            top_k=config.top_k, top_p=config.top_p if config.top_p is not None else 1.0)
+        completion = sample(
+            merged.model,
+            input_ids,
+            attention_mask,
+            max_new_tokens=config.max_new_tokens,
+            eos_token_id=config.eos_token_id,
+            pad_token_id=config.pad_token_id,
+            temperature=config.temperature if config.do_sample else 0.0,
+            top_k=config.top_k,
+            top_p=config.top_p if config.top_p is not None else 1.0,
+        )
         return torch.cat([input_ids, completion], dim=1)
 
     merged.sync()
@@ -243,9 +269,15 @@ def merged_generate(peft_model, merged: MergedPolicy):
 
 def _plain_sampling(config) -> bool:
     """True when a ``GenerationConfig`` asks only for what :func:`sample` does."""
-    return (config.num_beams in (None, 1) and config.repetition_penalty in (None, 1.0) and not config.min_p
-            and config.max_new_tokens and config.eos_token_id is not None and config.pad_token_id is not None
-            and config.num_return_sequences in (None, 1))
+    return (
+        config.num_beams in (None, 1)
+        and config.repetition_penalty in (None, 1.0)
+        and not config.min_p
+        and config.max_new_tokens
+        and config.eos_token_id is not None
+        and config.pad_token_id is not None
+        and config.num_return_sequences in (None, 1)
+    )
 
 
 # ------------------------------------------------------------------------------- log-probs
@@ -270,13 +302,19 @@ def length_buckets(lengths: list[int], overhead: int = ROW_OVERHEAD_TOKENS) -> l
                 best[j], cut[j] = cost, i
     buckets, j = [], len(order)
     while j > 0:
-        buckets.append(order[cut[j]:j])
+        buckets.append(order[cut[j] : j])
         j = cut[j]
     return buckets[::-1]
 
 
-def shared_prompt_logps(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int,
-                        temperature: float = 1.0, compute_entropy: bool = False):
+def shared_prompt_logps(
+    model,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    logits_to_keep: int,
+    temperature: float = 1.0,
+    compute_entropy: bool = False,
+):
     """Per-token log-probs of the completions, each group's prompt computed once: equal to TRL 0.22.2's
     ``GRPOTrainer._get_per_token_logps_and_entropies`` (same positions: the padded column index),
     gradients included.
@@ -307,9 +345,12 @@ def shared_prompt_logps(model, input_ids: torch.Tensor, attention_mask: torch.Te
     for group in prompt_groups(input_ids[:, :prompt], attention_mask[:, :prompt]):
         longest = max(lengths[i] for i in group)
         first_row = group[0]
-        pre = model(input_ids=input_ids[first_row:first_row + 1, :prompt],
-                    attention_mask=attention_mask[first_row:first_row + 1, :prompt], use_cache=longest > 1,
-                    logits_to_keep=1)
+        pre = model(
+            input_ids=input_ids[first_row : first_row + 1, :prompt],
+            attention_mask=attention_mask[first_row : first_row + 1, :prompt],
+            use_cache=longest > 1,
+            logits_to_keep=1,
+        )
         first = pre.logits[:, -1:]  # predicts the first completion token of every row of the group
         prompt_kv = pre.past_key_values.to_legacy_cache() if longest > 1 else None
         for bucket in length_buckets([lengths[i] for i in group]):
@@ -317,16 +358,23 @@ def shared_prompt_logps(model, input_ids: torch.Tensor, attention_mask: torch.Te
             length = max(lengths[i] for i in rows.tolist())
             logits = first.expand(len(bucket), -1, -1)
             if length > 1:
-                cache = DynamicCache.from_legacy_cache(tuple(
-                    (k.repeat_interleave(len(bucket), 0), v.repeat_interleave(len(bucket), 0)) for k, v in prompt_kv))
-                rest = model(input_ids=input_ids[rows, prompt:prompt + length - 1],
-                             attention_mask=attention_mask[rows, :prompt + length - 1], past_key_values=cache,
-                             use_cache=True)
+                cache = DynamicCache.from_legacy_cache(
+                    tuple(
+                        (k.repeat_interleave(len(bucket), 0), v.repeat_interleave(len(bucket), 0)) for k, v in prompt_kv
+                    )
+                )
+                rest = model(
+                    input_ids=input_ids[rows, prompt : prompt + length - 1],
+                    attention_mask=attention_mask[rows, : prompt + length - 1],
+                    past_key_values=cache,
+                    use_cache=True,
+                )
                 logits = torch.cat([logits, rest.logits], dim=1)
             logits = logits / temperature  # (rows, length, vocab)
             pad = (0, logits_to_keep - length)
             row_logps = torch.nn.functional.pad(
-                selective_log_softmax(logits, input_ids[rows, prompt:prompt + length]), pad)
+                selective_log_softmax(logits, input_ids[rows, prompt : prompt + length]), pad
+            )
             row_entropies = None
             if compute_entropy:
                 with torch.no_grad():

@@ -8,14 +8,13 @@ output token for token). :func:`chat_texts` applies the chat template with the a
 from __future__ import annotations
 
 import os
+
 from helpers.training.models import lora_request, uses_vllm
 
 
 def chat_texts(tokenizer, prompts: list[list[dict]]) -> list[str]:
     """Apply the chat template (with the assistant turn opened) to each prompt."""
-    return [
-        tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts
-    ]
+    return [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
 
 
 def generate(
@@ -74,11 +73,19 @@ def _generate_hf(model, tokenizer, texts, max_new_tokens, temperature, top_p, se
     stop_ids = stop_token_ids(tokenizer, getattr(model, "generation_config", None))
     model.eval()
     for start in range(0, len(texts), batch_size):
-        batch = tokenizer(texts[start : start + batch_size], return_tensors="pt", padding=True,
-                          add_special_tokens=False).to(model.device)
-        new_tokens = sample(model, batch["input_ids"], batch["attention_mask"], max_new_tokens=max_new_tokens,
-                            eos_token_id=stop_ids,
-                            pad_token_id=tokenizer.pad_token_id,
-                            temperature=temperature, top_p=top_p, generator=generator)
+        batch = tokenizer(
+            texts[start : start + batch_size], return_tensors="pt", padding=True, add_special_tokens=False
+        ).to(model.device)
+        new_tokens = sample(
+            model,
+            batch["input_ids"],
+            batch["attention_mask"],
+            max_new_tokens=max_new_tokens,
+            eos_token_id=stop_ids,
+            pad_token_id=tokenizer.pad_token_id,
+            temperature=temperature,
+            top_p=top_p,
+            generator=generator,
+        )
         completions += tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
     return completions

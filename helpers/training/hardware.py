@@ -21,7 +21,6 @@ import importlib.util
 import os
 from dataclasses import dataclass
 
-
 BF16_MIN_GB = 20.0  # GiB of GPU memory the bf16 profile needs (see helpers.training.profiles.BF16)
 
 
@@ -44,8 +43,10 @@ class GPU:
 
     def describe(self) -> str:
         major, minor = self.capability
-        return (f"{self.name} (compute capability {major}.{minor}, {self.memory_gb:.1f} GiB, "
-                f"{'bf16' if self.bf16 else 'no bf16'})")
+        return (
+            f"{self.name} (compute capability {major}.{minor}, {self.memory_gb:.1f} GiB, "
+            f"{'bf16' if self.bf16 else 'no bf16'})"
+        )
 
 
 def gpu_info() -> GPU | None:
@@ -95,8 +96,10 @@ def precision(profile, gpu: GPU | None = None) -> str:
     if wanted == "auto":
         return "fp32" if gpu is None else ("bf16" if gpu.bf16 else "fp16")
     if wanted == "bf16" and gpu is not None and not gpu.bf16:
-        raise ValueError(f"profile {profile.name} trains in bf16, which {gpu.describe()} lacks: "
-                         "use GRPO_PROFILE=t4 (fp16) or GRPO_PROFILE=cuda")
+        raise ValueError(
+            f"profile {profile.name} trains in bf16, which {gpu.describe()} lacks: "
+            "use GRPO_PROFILE=t4 (fp16) or GRPO_PROFILE=cuda"
+        )
     return wanted
 
 

@@ -15,13 +15,20 @@ import torch
 from helpers.data.curriculum import Phase, curriculum_dataset
 from helpers.data.problem_sets import heldout_problems
 from helpers.evaluation.reports import METRICS_FILE, SUMMARY_FILE, cpu_count, git_commit
-from helpers.loop import (METRIC_COLUMNS, TIME_PARTS, LoopConfig, LoopRun, batch_logps, quick, train_from_scratch,
-                          variant_config)
+from helpers.loop import (
+    METRIC_COLUMNS,
+    TIME_PARTS,
+    LoopConfig,
+    LoopRun,
+    batch_logps,
+    quick,
+    train_from_scratch,
+    variant_config,
+)
 from helpers.training.callbacks import HeldoutAccuracy
 from helpers.training.fast_rollouts import shared_batch_logps
 from helpers.training.models import load_model
 from helpers.training.profiles import CPU
-
 
 
 def heldout_set(n: int) -> list[dict]:
@@ -49,8 +56,9 @@ def heldout_evaluator(tokenizer, problems, max_new_tokens: int):
 def train_prompts(config: LoopConfig):
     """One-operation course-written *train* problems, ``prompts_per_step`` per sampled batch, in order
     (:func:`helpers.data.curriculum.curriculum_dataset` with one phase)."""
-    return curriculum_dataset((Phase(1.0, ((1, 20),)),), batches=config.rollouts,
-                              prompts_per_batch=config.prompts_per_step, seed=config.seed)
+    return curriculum_dataset(
+        (Phase(1.0, ((1, 20),)),), batches=config.rollouts, prompts_per_batch=config.prompts_per_step, seed=config.seed
+    )
 
 
 def write_metrics(rows: list[dict], path) -> Path:
@@ -69,33 +77,59 @@ def loop_summary(run: LoopRun, config: LoopConfig, command: str | None = None, s
     """``summary.json``: config (with ``share_prompt``), command, commit, machine, held-out curve, total and
     mean part times."""
     steps = [r for r in run.rows if r["step"] > 0]
-    return json.loads(json.dumps({
-        "command": command, "commit": git_commit(),
-        "machine": f"{platform.machine()}, {cpu_count()} CPU cores, python {platform.python_version()}, "
-                   f"torch {torch.__version__}",
-        "config": {**asdict(config), "share_prompt": share_prompt}, "total_s": round(run.seconds, 1),
-        "mean_s": {k: round(sum(r[k] for r in steps) / len(steps), 2) for k in (*TIME_PARTS, "step_time_s")},
-        "heldout": [{"step": s, **v} for s, v in run.heldout],
-        "final": {k: steps[-1][k] for k in ("reward", "kl", "completions/mean_length", "grad_norm")},
-    }, default=str))
+    return json.loads(
+        json.dumps(
+            {
+                "command": command,
+                "commit": git_commit(),
+                "machine": f"{platform.machine()}, {cpu_count()} CPU cores, python {platform.python_version()}, "
+                f"torch {torch.__version__}",
+                "config": {**asdict(config), "share_prompt": share_prompt},
+                "total_s": round(run.seconds, 1),
+                "mean_s": {k: round(sum(r[k] for r in steps) / len(steps), 2) for k in (*TIME_PARTS, "step_time_s")},
+                "heldout": [{"step": s, **v} for s, v in run.heldout],
+                "final": {k: steps[-1][k] for k in ("reward", "kl", "completions/mean_length", "grad_norm")},
+            },
+            default=str,
+        )
+    )
 
 
-def run_loop(model, tokenizer, config: LoopConfig, *, prompts=None, heldout=None, reward_funcs=None, output_dir=None,
-             share_prompt: bool = False, command: str | None = None, log=print) -> LoopRun:
+def run_loop(
+    model,
+    tokenizer,
+    config: LoopConfig,
+    *,
+    prompts=None,
+    heldout=None,
+    reward_funcs=None,
+    output_dir=None,
+    share_prompt: bool = False,
+    command: str | None = None,
+    log=print,
+) -> LoopRun:
     """:func:`helpers.loop.train_from_scratch` with the course's data, then its files.
 
     Args:
         prompts: default :func:`train_prompts`; heldout: default :func:`heldout_set` (``[]``: none).
         reward_funcs: default :data:`helpers.rewards.REWARD_FUNCS`.
         output_dir: where ``metrics.csv`` and ``summary.json`` go (None: nothing written).
-        share_prompt: log-probs with one prompt pass per group (:func:`helpers.training.fast_rollouts.shared_batch_logps`:
-            the same values and gradients).
+        share_prompt: log-probs with one prompt pass per group
+            (:func:`helpers.training.fast_rollouts.shared_batch_logps`: the same values and gradients).
     """
     prompts = train_prompts(config) if prompts is None else prompts
     heldout = heldout_set(config.heldout_problems) if heldout is None else list(heldout)
     evaluate = heldout_evaluator(tokenizer, heldout, config.max_new_tokens) if heldout else None
-    run = train_from_scratch(model, tokenizer, config, prompts, reward_funcs=reward_funcs, evaluate=evaluate, log=log,
-                             logps=shared_batch_logps if share_prompt else batch_logps)
+    run = train_from_scratch(
+        model,
+        tokenizer,
+        config,
+        prompts,
+        reward_funcs=reward_funcs,
+        evaluate=evaluate,
+        log=log,
+        logps=shared_batch_logps if share_prompt else batch_logps,
+    )
     if output_dir is not None:
         output_dir = Path(output_dir)
         output_dir.mkdir(parents=True, exist_ok=True)
@@ -106,9 +140,18 @@ def run_loop(model, tokenizer, config: LoopConfig, *, prompts=None, heldout=None
     return run
 
 
-def run_variant(variant: str, *, steps: int | None = None, cold_start=None, output_dir=None, quick_run: bool = False,
-                seed: int | None = None, share_prompt: bool = False, command: str | None = None,
-                **overrides) -> LoopRun:
+def run_variant(
+    variant: str,
+    *,
+    steps: int | None = None,
+    cold_start=None,
+    output_dir=None,
+    quick_run: bool = False,
+    seed: int | None = None,
+    share_prompt: bool = False,
+    command: str | None = None,
+    **overrides,
+) -> LoopRun:
     """Load the policy (the merged cold start ``cold_start``, else SmolLM2-135M-Instruct; fp32, the cpu
     profile's LoRA) and :func:`run_loop` one variant (:data:`helpers.loop.VARIANTS`); what
     ``python -m helpers scratch`` runs. Files go to ``output_dir`` (default ``outputs/scratch-<variant>``).
@@ -123,7 +166,15 @@ def run_variant(variant: str, *, steps: int | None = None, cold_start=None, outp
         raise FileNotFoundError(f"{cold_start} holds no model (no config.json)")
     torch.manual_seed(config.seed)  # the LoRA's initial weights, then the rollouts
     model, tokenizer = load_model(CPU, cold_start, seed=None)  # keeps the stream seeded above
-    print(f"GRPO from scratch, variant {variant}: {config.steps} steps of {config.prompts_per_step} prompts x "
-          f"{config.num_generations} completions x {config.max_new_tokens} tokens, from {cold_start or CPU.model_id}")
-    return run_loop(model, tokenizer, config, output_dir=output_dir or f"outputs/scratch-{variant}" + "-quick" * quick_run,
-                    share_prompt=share_prompt, command=command)
+    print(
+        f"GRPO from scratch, variant {variant}: {config.steps} steps of {config.prompts_per_step} prompts x "
+        f"{config.num_generations} completions x {config.max_new_tokens} tokens, from {cold_start or CPU.model_id}"
+    )
+    return run_loop(
+        model,
+        tokenizer,
+        config,
+        output_dir=output_dir or f"outputs/scratch-{variant}" + "-quick" * quick_run,
+        share_prompt=share_prompt,
+        command=command,
+    )

@@ -26,9 +26,9 @@ import sys
 import tempfile
 import weakref
 from pathlib import Path
+
 from helpers.colab.hub import hub_reachable
 from helpers.training.profiles import SMOLLM2_135M, Profile
-
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -136,8 +136,9 @@ def _on_hub(model_id: str) -> bool:
         return False
 
 
-def load_model(profile: Profile, model_path: str | os.PathLike | None = None, lora: bool = True,
-               seed: int | None | str = "profile"):
+def load_model(
+    profile: Profile, model_path: str | os.PathLike | None = None, lora: bool = True, seed: int | None | str = "profile"
+):
     """Return ``(model, tokenizer)`` for a profile, with a fresh LoRA adapter when ``lora``.
 
     The LoRA's initial weights (PEFT draws ``A`` at random, ``B`` is zero) follow ``seed``: by default
@@ -199,7 +200,8 @@ def import_backend(profile: Profile) -> None:
         raise RuntimeError(
             f"{', '.join(early)} imported before Unsloth, which must patch them first. Restart the "
             "kernel (Colab: Runtime > Restart session) and call helpers.training.models.import_backend(profile) "
-            "before any import of transformers, trl, peft or helpers.training.")
+            "before any import of transformers, trl, peft or helpers.training."
+        )
     import unsloth  # noqa: F401
 
 
@@ -225,8 +227,10 @@ def _load_unsloth(profile: Profile, model_path, lora: bool):
     if profile.fast_inference and os.environ.get("UNSLOTH_VLLM_STANDBY", "0") != "0":
         print(standby_note(profile))
     if profile.fast_inference:
-        print(f"vLLM rollouts: engine seed {VLLM_ENGINE_SEED}, not the profile's {profile.seed} "
-              "(Unsloth does not pass random_state on to vLLM; see helpers.training.models.VLLM_ENGINE_SEED)")
+        print(
+            f"vLLM rollouts: engine seed {VLLM_ENGINE_SEED}, not the profile's {profile.seed} "
+            "(Unsloth does not pass random_state on to vLLM; see helpers.training.models.VLLM_ENGINE_SEED)"
+        )
     model, tokenizer = FastLanguageModel.from_pretrained(
         model_name=str(model_path or profile.model_id),
         max_seq_length=profile.max_seq_length,
@@ -276,9 +280,11 @@ def standby_note(profile: Profile, gpu=None) -> str:
     if gpu is None:
         return "UNSLOTH_VLLM_STANDBY=1: no GPU here, so no vLLM engine"
     share = standby_gpu_memory_utilization(gpu.memory_gb)
-    return (f"UNSLOTH_VLLM_STANDBY=1: Unsloth replaces the profile's gpu_memory_utilization "
-            f"{profile.gpu_memory_utilization} by {share} of this GPU's {gpu.memory_gb:.1f} GiB "
-            f"({share * gpu.memory_gb:.1f} GiB for vLLM; it sleeps while the trainer runs)")
+    return (
+        f"UNSLOTH_VLLM_STANDBY=1: Unsloth replaces the profile's gpu_memory_utilization "
+        f"{profile.gpu_memory_utilization} by {share} of this GPU's {gpu.memory_gb:.1f} GiB "
+        f"({share * gpu.memory_gb:.1f} GiB for vLLM; it sleeps while the trainer runs)"
+    )
 
 
 def lora_request(model, lora_path):
@@ -341,8 +347,9 @@ def release(model) -> None:
     """
     modules = getattr(model, "modules", None)
     holders = [model, *(modules() if callable(modules) else [])]
-    engines = {id(e): e for e in (vars(h).get("vllm_engine") for h in holders if hasattr(h, "__dict__"))
-               if e is not None}
+    engines = {
+        id(e): e for e in (vars(h).get("vllm_engine") for h in holders if hasattr(h, "__dict__")) if e is not None
+    }
     for holder in holders:
         for name in (*ENGINE_ATTRIBUTES, *SELF_ATTRIBUTES):
             if name in getattr(holder, "__dict__", {}):
@@ -391,7 +398,8 @@ def free_gpu_memory(needed_gib: float, what: str = "the next model") -> float | 
             f"{needed_gib:.1f} GiB (an estimate). Something still holds the GPU: the vLLM engine or "
             "the policy (call helpers.training.models.release(model), then `del model` and any other name "
             "bound to it, such as a trainer), or another process on this GPU (nvidia-smi lists them). "
-            "Or restart the session (Runtime > Restart session), run the settings cell, then this section.")
+            "Or restart the session (Runtime > Restart session), run the settings cell, then this section."
+        )
     return free
 
 

@@ -25,9 +25,18 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from helpers.training.profiles import Profile
-from helpers.evaluation.reports import RECORDS_FILE, SUMMARY_FILE, STAGE_LABELS, pipeline_summary, problems_table, stage_table, tag_levels
+
 from helpers.data.problem_sets import eval_problem_set, grpo_prompts, heldout_problems
+from helpers.evaluation.reports import (
+    RECORDS_FILE,
+    STAGE_LABELS,
+    SUMMARY_FILE,
+    pipeline_summary,
+    problems_table,
+    stage_table,
+    tag_levels,
+)
+from helpers.training.profiles import Profile
 
 
 @dataclass
@@ -49,8 +58,15 @@ class PipelineRun:
         return problems_table(self.summary["problems"]) if self.summary.get("problems") else None
 
 
-def run_pipeline(profile: Profile, output_dir=None, *, reward_set: str = "checked",
-                 cold_start_dir=None, model_path=None, command: str | None = None) -> PipelineRun | None:
+def run_pipeline(
+    profile: Profile,
+    output_dir=None,
+    *,
+    reward_set: str = "checked",
+    cold_start_dir=None,
+    model_path=None,
+    command: str | None = None,
+) -> PipelineRun | None:
     """Cold start (if the profile has one) -> GRPO -> evaluation; writes the files listed above.
 
     With several processes (``accelerate launch``) all of them train; the main process evaluates and
@@ -74,9 +90,9 @@ def run_pipeline(profile: Profile, output_dir=None, *, reward_set: str = "checke
             (:func:`helpers.training.distributed.check_launch`: e.g. a global batch of partial groups).
         FileNotFoundError: ``cold_start_dir`` has no model.
     """
+    from helpers.rewards import REWARD_SETS
     from helpers.training.cold_start import train_cold_start
     from helpers.training.distributed import check_launch, is_main_process, zero3_launch
-    from helpers.rewards import REWARD_SETS
     from helpers.training.trainer import train
 
     if reward_set not in REWARD_SETS:
@@ -93,17 +109,31 @@ def run_pipeline(profile: Profile, output_dir=None, *, reward_set: str = "checke
             raise FileNotFoundError(f"{cold_start_dir} holds no model (no config.json)")
         print(f"Cold start: reusing {cold_start_dir}")
     elif n_sft > 0:
-        written = f" and {profile.cold_start_problems} course-written worked problems" if profile.cold_start_problems else ""
+        written = (
+            f" and {profile.cold_start_problems} course-written worked problems" if profile.cold_start_problems else ""
+        )
         print(f"Stage 1/3 - cold start: SFT on {n_sft} formatted GSM8K train solutions{written}")
         cold = train_cold_start(profile, output_dir, model_path=model_path)
         cold_start_dir, timings["cold_start_s"] = cold.model_dir, cold.seconds
     prompts = grpo_prompts(profile)
     heldout = heldout_problems(profile)
-    print(f"Stage 2/3 - GRPO: {profile.max_steps} steps, {reward_set} rewards, prompts: "
-          f"{prompts.info.description}" + (f"; held-out accuracy on {len(heldout)} course-written test problems "
-                                           f"every {profile.heldout_every} steps" if heldout else ""))
-    run = train(profile, output_dir=output_dir, dataset=prompts, reward_funcs=REWARD_SETS[reward_set],
-                model_path=cold_start_dir or model_path, heldout=heldout or None)
+    print(
+        f"Stage 2/3 - GRPO: {profile.max_steps} steps, {reward_set} rewards, prompts: "
+        f"{prompts.info.description}"
+        + (
+            f"; held-out accuracy on {len(heldout)} course-written test problems every {profile.heldout_every} steps"
+            if heldout
+            else ""
+        )
+    )
+    run = train(
+        profile,
+        output_dir=output_dir,
+        dataset=prompts,
+        reward_funcs=REWARD_SETS[reward_set],
+        model_path=cold_start_dir or model_path,
+        heldout=heldout or None,
+    )
     heldout_s = sum(values["heldout/seconds"] for _, values in run.heldout)
     timings["grpo_s"] = run.seconds_per_step * run.trainer.state.global_step
     timings["grpo_per_step_s"] = (timings["grpo_s"] - heldout_s) / max(run.trainer.state.global_step, 1)
@@ -112,22 +142,41 @@ def run_pipeline(profile: Profile, output_dir=None, *, reward_set: str = "checke
         return None  # the main process evaluates alone; the other processes end here
     results, problems, dataset, skipped = {}, {}, None, None
     if zero3_launch():
-        skipped = (f"DeepSpeed ZeRO-3 shards the weights; run `python -m helpers evaluate --adapter "
-                   f"{run.adapter_dir}` on one GPU")
+        skipped = (
+            f"DeepSpeed ZeRO-3 shards the weights; run `python -m helpers evaluate --adapter "
+            f"{run.adapter_dir}` on one GPU"
+        )
         print(f"Stage 3/3 - evaluation: skipped ({skipped})")
     else:
-        print(f"Stage 3/3 - evaluation, greedy: {profile.eval_problems} course-written test problems of each "
-              f"difficulty {list(profile.eval_levels)}, {profile.eval_questions or 'all'} GSM8K test questions")
+        print(
+            f"Stage 3/3 - evaluation, greedy: {profile.eval_problems} course-written test problems of each "
+            f"difficulty {list(profile.eval_levels)}, {profile.eval_questions or 'all'} GSM8K test questions"
+        )
         t0 = time.perf_counter()
         (results, problems), dataset = evaluate_stages(
-            profile, run.trainer.model, run.trainer.processing_class, run.adapter_dir,
-            has_cold_start=cold_start_dir is not None, model_path=model_path)
+            profile,
+            run.trainer.model,
+            run.trainer.processing_class,
+            run.adapter_dir,
+            has_cold_start=cold_start_dir is not None,
+            model_path=model_path,
+        )
         timings["evaluation_s"] = time.perf_counter() - t0
     timings["total_s"] = time.perf_counter() - started
-    summary = pipeline_summary(profile, results, timings, reward_set=reward_set, dataset=dataset,
-                            cold_start=cold, reused_cold_start=cold_start_dir if cold is None else None,
-                            command=command, training=run, skipped=skipped, problems=problems,
-                            prompts=prompts.info.description)
+    summary = pipeline_summary(
+        profile,
+        results,
+        timings,
+        reward_set=reward_set,
+        dataset=dataset,
+        cold_start=cold,
+        reused_cold_start=cold_start_dir if cold is None else None,
+        command=command,
+        training=run,
+        skipped=skipped,
+        problems=problems,
+        prompts=prompts.info.description,
+    )
     summary_json = output_dir / SUMMARY_FILE
     summary_json.write_text(json.dumps(summary, indent=2) + "\n")
     records_jsonl = output_dir / RECORDS_FILE
@@ -135,13 +184,13 @@ def run_pipeline(profile: Profile, output_dir=None, *, reward_set: str = "checke
         for test_set, by_stage in (("gsm8k", results), ("problems", problems)):
             for stage, result in by_stage.items():
                 for i, record in enumerate(result.records):
-                    f.write(json.dumps({"set": test_set, "stage": stage, "index": i, **record},
-                                       ensure_ascii=False) + "\n")
+                    f.write(
+                        json.dumps({"set": test_set, "stage": stage, "index": i, **record}, ensure_ascii=False) + "\n"
+                    )
     return PipelineRun(output_dir, summary, summary_json, records_jsonl, run)
 
 
-def evaluate_stages(profile: Profile, model, tokenizer, adapter_dir, *, has_cold_start: bool,
-                    model_path=None):
+def evaluate_stages(profile: Profile, model, tokenizer, adapter_dir, *, has_cold_start: bool, model_path=None):
     """Evaluate every stage greedily on the course-written test problems (:func:`eval_problem_set`) and
     the profile's first ``eval_questions`` GSM8K test questions.
 
@@ -155,11 +204,11 @@ def evaluate_stages(profile: Profile, model, tokenizer, adapter_dir, *, has_cold
         ``(({stage: EvalResult} on GSM8K, {stage: EvalResult} on the problems), description of the
         GSM8K data)``, stages in pipeline order; problem records carry their ``level``.
     """
-    from helpers.evaluation.before_after import decoding, evaluate_before_after
     from helpers.data.gsm8k import load_gsm8k
+    from helpers.data.problems import problems_dataset
+    from helpers.evaluation.before_after import decoding, evaluate_before_after
     from helpers.evaluation.scoring import evaluate
     from helpers.training.models import load_model
-    from helpers.data.problems import problems_dataset
 
     test = load_gsm8k("test")
     sets = {"gsm8k": (test, min(profile.eval_questions or len(test), len(test)))}
@@ -177,11 +226,18 @@ def evaluate_stages(profile: Profile, model, tokenizer, adapter_dir, *, has_cold
     for name, (data, n) in sets.items():
         label = "" if name == "gsm8k" else " (problems)"
         if base_model is not None:
-            out[name]["base"] = evaluate(base_model, base_tokenizer, data, n=n, desc=STAGE_LABELS["base"] + label,
-                                         **settings)
+            out[name]["base"] = evaluate(
+                base_model, base_tokenizer, data, n=n, desc=STAGE_LABELS["base"] + label, **settings
+            )
         out[name][start], out[name]["grpo"] = evaluate_before_after(
-            model, tokenizer, data, adapter_dir, n=n, **settings,
-            labels=(STAGE_LABELS[start] + label, STAGE_LABELS["grpo"] + label))
+            model,
+            tokenizer,
+            data,
+            adapter_dir,
+            n=n,
+            **settings,
+            labels=(STAGE_LABELS[start] + label, STAGE_LABELS["grpo"] + label),
+        )
     del base_model
     for result in out.get("problems", {}).values():
         tag_levels(result, problems)

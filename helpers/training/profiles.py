@@ -12,15 +12,9 @@
   x 100 tokens at T = 0.6 and lr 3e-4, beta = 0 and advantages divided by the group's std, on
   one- and two-operation problems mixed in every batch (:mod:`helpers.data.curriculum`); held-out
   accuracy on 32 test problems every 4 steps; a greedy evaluation on 128 + 128 test problems and 32
-  GSM8K test questions. The values come from exploratory runs on a separate development set
-  (``results/exploration/README.md``, round 3): the cold start's two-operation examples lifted
-  two-operation accuracy most; with 4 or 8 prompts a step GRPO lost accuracy (47 -> 34 and 36 of
-  128), with 16 prompts at lr 3e-4 it gained (47 -> 55, p = 0.15), at lr 5e-4 it lost (47 -> 42);
-  std-scaled advantages paid groups that differed in format only. Round 6: groups of 8 instead of
-  4 gained more on three seeds (43 -> 55 of 128 on each; G = 4: +5, +8, +10). Round 8: advantages divided by
-  the group's std lost fewer of the additions that unscaled advantages traded for subtractions (64 more
-  development additions: 54 -> 53, 45, 53 against 54 -> 30, 33, 45 on seeds 3407, 1, 2), gaining as much
-  on the development set (+12, +0, +21 against +9, +8, +17). :func:`format_recipe` is the first CPU recipe, which taught the format only.
+  GSM8K test questions. The values were chosen on a separate development set
+  (:func:`helpers.data.problem_sets.dev_problem_set`; the search is in ``docs/LOG.md``).
+  :func:`format_recipe` is the first CPU recipe, which taught the format only.
 
 The GRPO objective is set here explicitly instead of left to TRL's defaults (TRL 0.22 defaults
 to DAPO's token-level loss with beta = 0). The course trains what it teaches, DeepSeekMath's GRPO
@@ -28,8 +22,7 @@ to DAPO's token-level loss with beta = 0). The course trains what it teaches, De
 group-normalised advantages (``scale_rewards="group"``), clip range epsilon = 0.2 and a KL penalty
 to the reference model with the k3 estimator (eq. 4) weighted by beta = 0.04. The ``cpu`` profile
 departs from it where its measurements said so: beta = 0 (no reference model; TRL's default and
-DAPO's, Yu et al. 2025; with beta = 0.04 the first step took 99 s against 77 s, round 8). Its advantages were
-not divided by the std (``scale_rewards="none"``, Dr. GRPO, Liu et al. 2025) from round 3 to round 8.
+DAPO's, Yu et al. 2025; a reference model costs a forward pass per step).
 
 Two more GPU profiles (neither has been run on a GPU yet; both are built and tested on CPU):
 
@@ -56,8 +49,8 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from helpers.data.curriculum import Phase
 
+from helpers.data.curriculum import Phase
 
 QWEN_3B = "unsloth/Qwen2.5-3B-Instruct"
 
@@ -150,7 +143,7 @@ class Profile:
     # GRPOTrainer as it is. Unsloth profiles ignore it (Unsloth replaces the trainer).
     fast_rollouts: bool = False
 
-    def replace(self, **overrides) -> "Profile":
+    def replace(self, **overrides) -> Profile:
         """A copy with some settings changed; unknown names raise ``TypeError``."""
         return dataclasses.replace(self, **overrides)
 
@@ -276,12 +269,20 @@ def shortened(profile: Profile) -> Profile:
     It checks that every stage runs and writes its files, not that anything is learned. The name
     gets ``-quick``, so its outputs (``outputs/grpo-cpu-quick``) never overwrite a real run's."""
     return profile.replace(
-        name=f"{profile.name}-quick", description=f"shortened {profile.description}",
+        name=f"{profile.name}-quick",
+        description=f"shortened {profile.description}",
         cold_start_examples=min(profile.cold_start_examples, 8),
-        cold_start_problems=min(profile.cold_start_problems, 8), cold_start_batch_size=4,
-        max_steps=2, num_generations=4, per_device_train_batch_size=4, max_completion_length=32,
-        eval_questions=4, eval_problems=min(profile.eval_problems, 2),
-        heldout_problems=min(profile.heldout_problems, 4), heldout_every=1)
+        cold_start_problems=min(profile.cold_start_problems, 8),
+        cold_start_batch_size=4,
+        max_steps=2,
+        num_generations=4,
+        per_device_train_batch_size=4,
+        max_completion_length=32,
+        eval_questions=4,
+        eval_problems=min(profile.eval_problems, 2),
+        heldout_problems=min(profile.heldout_problems, 4),
+        heldout_every=1,
+    )
 
 
 def format_recipe(profile: Profile) -> Profile:
@@ -291,10 +292,21 @@ def format_recipe(profile: Profile) -> Profile:
     curriculum, no held-out curve, evaluation on 64 GSM8K test questions. Notebook 05's reward-hacking
     demo runs it. A ``-quick`` profile stays at smoke size."""
     recipe = PROFILES[profile.name.removesuffix("-quick")].replace(
-        cold_start_examples=160, cold_start_problems=0, num_generations=8, per_device_train_batch_size=8,
-        max_completion_length=160, temperature=1.0, learning_rate=3e-4, max_steps=20, eval_questions=64,
-        beta=0.04, scale_rewards="group",
-        eval_problems=0, curriculum=(), heldout_problems=0)
+        cold_start_examples=160,
+        cold_start_problems=0,
+        num_generations=8,
+        per_device_train_batch_size=8,
+        max_completion_length=160,
+        temperature=1.0,
+        learning_rate=3e-4,
+        max_steps=20,
+        eval_questions=64,
+        beta=0.04,
+        scale_rewards="group",
+        eval_problems=0,
+        curriculum=(),
+        heldout_problems=0,
+    )
     return shortened(recipe) if profile.name.endswith("-quick") else recipe
 
 
@@ -322,8 +334,10 @@ def get_profile(name: str | None = None, verbose: bool = True, **overrides) -> P
         raise ValueError(f"unknown profile {chosen!r}; choose one of {sorted(PROFILES)}")
     profile = PROFILES[chosen].replace(**overrides) if overrides else PROFILES[chosen]
     if verbose and profile.name == "cpu":
-        print(f"Using the CPU profile ({reason}): SmolLM2-135M-Instruct, "
-              "cold start + GRPO + evaluation at a size 2 CPU cores finish in about 18 minutes.")
+        print(
+            f"Using the CPU profile ({reason}): SmolLM2-135M-Instruct, "
+            "cold start + GRPO + evaluation at a size 2 CPU cores finish in about 18 minutes."
+        )
     elif verbose:
         print(f"Using the {profile.name} profile ({reason}): {profile.description}")
     return profile

@@ -26,18 +26,18 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from helpers.training.profiles import Profile, get_profile
+
 import torch
+
+from helpers.training.profiles import Profile, get_profile
+
 try:  # the trainer needs TRL; sample() and MergedPolicy do not
     from trl import GRPOTrainer
 except ImportError:  # pragma: no cover - TRL is in both stacks
     GRPOTrainer = object
-from helpers.training.fast_rollouts import MergedPolicy, merged_generate, shared_prompt_logps
-from helpers.training.callbacks import MetricsCSV, quiet_progress
 from helpers.evaluation.reports import METRICS_FILE
-
-
-
+from helpers.training.callbacks import MetricsCSV, quiet_progress
+from helpers.training.fast_rollouts import MergedPolicy, merged_generate, shared_prompt_logps
 
 ADAPTER_DIR = "lora_adapter"
 
@@ -129,10 +129,22 @@ def build_grpo_config(profile: Profile, output_dir: str | Path, report_to: str =
     return GRPOConfig(**settings)
 
 
-def train(profile: Profile | None = None, *, output_dir: str | Path | None = None,
-          max_steps: int | None = None, model=None, tokenizer=None, dataset=None,
-          model_path: str | Path | None = None, reward_funcs=None, report_to: str = "none",
-          resume: bool = True, callbacks=(), heldout=None, **config_overrides) -> TrainingRun:
+def train(
+    profile: Profile | None = None,
+    *,
+    output_dir: str | Path | None = None,
+    max_steps: int | None = None,
+    model=None,
+    tokenizer=None,
+    dataset=None,
+    model_path: str | Path | None = None,
+    reward_funcs=None,
+    report_to: str = "none",
+    resume: bool = True,
+    callbacks=(),
+    heldout=None,
+    **config_overrides,
+) -> TrainingRun:
     """Run GRPO on GSM8K for a profile and save metrics, adapter and curves.
 
     Args:
@@ -162,10 +174,10 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
     """
     from trl import GRPOTrainer
 
-    from helpers.data.gsm8k import load_gsm8k
-    from helpers.training.models import load_model
     from helpers.colab.persist import DRIVE_CHECKPOINTS, on_drive
+    from helpers.data.gsm8k import load_gsm8k
     from helpers.evaluation.plots import plot_training_curves
+    from helpers.training.models import load_model
 
     profile = profile or get_profile()
     if max_steps is not None:
@@ -180,8 +192,10 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
     from helpers.training.distributed import prompts_per_step
 
     if len(dataset) < prompts_per_step(profile):
-        raise ValueError(f"{len(dataset)} prompts, fewer than the {prompts_per_step(profile)} a step draws "
-                         f"(num_generations {profile.num_generations} completions each): TRL would run no step")
+        raise ValueError(
+            f"{len(dataset)} prompts, fewer than the {prompts_per_step(profile)} a step draws "
+            f"(num_generations {profile.num_generations} completions each): TRL would run no step"
+        )
     if reward_funcs is None:
         from helpers.rewards import REWARD_FUNCS as reward_funcs
     metrics = MetricsCSV(output_dir / METRICS_FILE)
@@ -189,8 +203,15 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
     if heldout is not None:
         from helpers.training.callbacks import HeldoutAccuracy
 
-        watch = [HeldoutAccuracy(heldout, tokenizer, every=profile.heldout_every, metrics=metrics,
-                                 max_new_tokens=profile.max_completion_length)]
+        watch = [
+            HeldoutAccuracy(
+                heldout,
+                tokenizer,
+                every=profile.heldout_every,
+                metrics=metrics,
+                max_new_tokens=profile.max_completion_length,
+            )
+        ]
     if profile.fast_rollouts and profile.backend == "transformers":
         from helpers.training.trainer import CourseGRPOTrainer as GRPOTrainer  # noqa: F811 - same trainer, cheaper steps
     if on_drive(output_dir) and profile.save_steps > 0:  # each rotated checkpoint probably goes to Drive's trash
@@ -221,9 +242,17 @@ def train(profile: Profile | None = None, *, output_dir: str | Path | None = Non
         plot_training_curves(metrics.path, save_to=curves_png, show=False)
     args = trainer.args
     processes = trainer.accelerator.num_processes
-    return TrainingRun(output_dir, metrics.path, adapter_dir, curves_png, seconds_per_step, trainer, processes,
-                       args.per_device_train_batch_size * processes * args.gradient_accumulation_steps,
-                       watch[0].history if watch else [])
+    return TrainingRun(
+        output_dir,
+        metrics.path,
+        adapter_dir,
+        curves_png,
+        seconds_per_step,
+        trainer,
+        processes,
+        args.per_device_train_batch_size * processes * args.gradient_accumulation_steps,
+        watch[0].history if watch else [],
+    )
 
 
 def last_checkpoint(output_dir, verbose: bool = True) -> Path | None:
@@ -254,9 +283,11 @@ def checkpoint_problem(path) -> str | None:
 
     path = Path(path)
     deepspeed = any(path.glob("global_step*"))
-    required = {"trainer state": [path / "trainer_state.json"], "optimizer state": [path / "optimizer.pt"],
-                "weights": [f for f in (*path.glob("*.safetensors"), *path.glob("*.bin"))
-                            if f.name != "training_args.bin"]}
+    required = {
+        "trainer state": [path / "trainer_state.json"],
+        "optimizer state": [path / "optimizer.pt"],
+        "weights": [f for f in (*path.glob("*.safetensors"), *path.glob("*.bin")) if f.name != "training_args.bin"],
+    }
     for what, files in required.items():
         if not any(f.is_file() for f in files) and not (deepspeed and what != "trainer state"):
             return f"no {what} ({', '.join(f.name for f in files) or 'no weights file'} missing)"
@@ -312,16 +343,34 @@ class CourseGRPOTrainer(GRPOTrainer):
         with merged_generate(self.accelerator.unwrap_model(self.model), self._merged):
             return super()._generate_and_score_completions(inputs)
 
-    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,
-                                           batch_size=None, compute_entropy=False, pixel_values=None,
-                                           image_grid_thw=None, pixel_attention_mask=None, image_sizes=None):
+    def _get_per_token_logps_and_entropies(
+        self,
+        model,
+        input_ids,
+        attention_mask,
+        logits_to_keep,
+        batch_size=None,
+        compute_entropy=False,
+        pixel_values=None,
+        image_grid_thw=None,
+        pixel_attention_mask=None,
+        image_sizes=None,
+    ):
         vision = (pixel_values, image_grid_thw, pixel_attention_mask, image_sizes)
         if self.accelerator.num_processes > 1 or any(v is not None for v in vision):
             return super()._get_per_token_logps_and_entropies(
-                model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, pixel_values,
-                image_grid_thw, pixel_attention_mask, image_sizes)
-        return shared_prompt_logps(model, input_ids, attention_mask, logits_to_keep, self.temperature,
-                                   compute_entropy)
+                model,
+                input_ids,
+                attention_mask,
+                logits_to_keep,
+                batch_size,
+                compute_entropy,
+                pixel_values,
+                image_grid_thw,
+                pixel_attention_mask,
+                image_sizes,
+            )
+        return shared_prompt_logps(model, input_ids, attention_mask, logits_to_keep, self.temperature, compute_entropy)
 
     def _compute_loss(self, model, inputs):
         """TRL's loss, over the rows whose advantage is not 0 when ``beta = 0`` (see the module docstring).
@@ -335,12 +384,18 @@ class CourseGRPOTrainer(GRPOTrainer):
         advantages = inputs["advantages"]
         live = advantages != 0
         rows = advantages.size(0)
-        if self.beta != 0.0 or live.all() or self.loss_type not in ("grpo", "dr_grpo", "bnpo", "dapo") or any(
-                inputs.get(key) is not None for key in ("pixel_values", "image_grid_thw")):
+        if (
+            self.beta != 0.0
+            or live.all()
+            or self.loss_type not in ("grpo", "dr_grpo", "bnpo", "dapo")
+            or any(inputs.get(key) is not None for key in ("pixel_values", "image_grid_thw"))
+        ):
             return super()._compute_loss(model, inputs)
         keep = torch.nonzero(live).flatten() if live.any() else advantages.new_zeros(1, dtype=torch.long)
-        subset = {key: value[keep] if torch.is_tensor(value) and value.dim() > 0 and value.size(0) == rows else value
-                  for key, value in inputs.items()}
+        subset = {
+            key: value[keep] if torch.is_tensor(value) and value.dim() > 0 and value.size(0) == rows else value
+            for key, value in inputs.items()
+        }
         loss = super()._compute_loss(model, subset)
         if not live.any():
             return loss * 0.0

@@ -11,7 +11,20 @@ first step); the tests and ``tools/gpu_check.py`` use it too.
 from __future__ import annotations
 
 import torch
-from helpers.loop import LoopConfig, decode_completions, lora_state, make_optimizer, optimizer_step, prepare_batch, score_completions
+
+from helpers.loop import (
+    LoopConfig,
+    decode_completions,
+    make_optimizer,
+    optimizer_step,
+    prepare_batch,
+    score_completions,
+)
+
+
+def lora_state(model) -> dict:
+    """``{name: tensor}``, a copy of the trainable (LoRA) parameters."""
+    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
 
 
 def tiny_policy(tokenizer, dtype=torch.float64, seed: int = 0):
@@ -22,12 +35,22 @@ def tiny_policy(tokenizer, dtype=torch.float64, seed: int = 0):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True)
-    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "up_proj"], lora_dropout=0.0,
-                      task_type="CAUSAL_LM")
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=True,
+    )
+    lora = LoraConfig(
+        r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "up_proj"], lora_dropout=0.0, task_type="CAUSAL_LM"
+    )
     model = get_peft_model(LlamaForCausalLM(config).to(dtype), lora).to(dtype)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -36,8 +59,9 @@ def tiny_policy(tokenizer, dtype=torch.float64, seed: int = 0):
     return model
 
 
-def trl_steps(policy, tokenizer, rows: list[dict], config: LoopConfig, reward_funcs, output_dir,
-              eos_bias: float = 6.0) -> tuple[dict, list]:
+def trl_steps(
+    policy, tokenizer, rows: list[dict], config: LoopConfig, reward_funcs, output_dir, eos_bias: float = 6.0
+) -> tuple[dict, list]:
     """Train ``policy`` in place with TRL 0.22.2's ``GRPOTrainer`` for ``config.num_iterations`` steps (one
     generated batch of all ``rows`` x G) at ``config``'s settings, and capture what its generation step made.
 
@@ -52,24 +76,52 @@ def trl_steps(policy, tokenizer, rows: list[dict], config: LoopConfig, reward_fu
     from trl import GRPOConfig, GRPOTrainer
 
     args = GRPOConfig(
-        output_dir=str(output_dir), use_cpu=True, bf16=False, fp16=False, report_to="none", seed=0,
-        per_device_train_batch_size=config.num_generations * len(rows), num_generations=config.num_generations,
-        max_completion_length=config.max_new_tokens, max_steps=config.num_iterations,
-        num_iterations=config.num_iterations, beta=config.beta, epsilon=config.epsilon, loss_type=config.loss_type,
-        scale_rewards="group" if config.scale_std else "none", temperature=config.temperature, top_p=config.top_p,
-        learning_rate=config.learning_rate, lr_scheduler_type="constant", optim="adamw_torch",
-        weight_decay=config.weight_decay, adam_beta1=config.adam_betas[0], adam_beta2=config.adam_betas[1],
-        adam_epsilon=config.adam_eps, max_grad_norm=config.max_grad_norm, logging_steps=1, save_strategy="no",
-        disable_tqdm=True, generation_kwargs={"sequence_bias": {(tokenizer.eos_token_id,): eos_bias}})
-    trainer = GRPOTrainer(model=policy, reward_funcs=list(reward_funcs), args=args,
-                          train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
+        output_dir=str(output_dir),
+        use_cpu=True,
+        bf16=False,
+        fp16=False,
+        report_to="none",
+        seed=0,
+        per_device_train_batch_size=config.num_generations * len(rows),
+        num_generations=config.num_generations,
+        max_completion_length=config.max_new_tokens,
+        max_steps=config.num_iterations,
+        num_iterations=config.num_iterations,
+        beta=config.beta,
+        epsilon=config.epsilon,
+        loss_type=config.loss_type,
+        scale_rewards="group" if config.scale_std else "none",
+        temperature=config.temperature,
+        top_p=config.top_p,
+        learning_rate=config.learning_rate,
+        lr_scheduler_type="constant",
+        optim="adamw_torch",
+        weight_decay=config.weight_decay,
+        adam_beta1=config.adam_betas[0],
+        adam_beta2=config.adam_betas[1],
+        adam_epsilon=config.adam_eps,
+        max_grad_norm=config.max_grad_norm,
+        logging_steps=1,
+        save_strategy="no",
+        disable_tqdm=True,
+        generation_kwargs={"sequence_bias": {(tokenizer.eos_token_id,): eos_bias}},
+    )
+    trainer = GRPOTrainer(
+        model=policy,
+        reward_funcs=list(reward_funcs),
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+    )
     seen, generate = {}, trainer._generate_and_score_completions
 
     def capture(inputs):
         out = generate(inputs)
-        seen.update(rows=[dict(r) for r in inputs],
-                    batch={k: v.clone() for k, v in out.items() if torch.is_tensor(v)},
-                    rewards=[list(trainer._logs["rewards"][f.__name__]) for f in reward_funcs])
+        seen.update(
+            rows=[dict(r) for r in inputs],
+            batch={k: v.clone() for k, v in out.items() if torch.is_tensor(v)},
+            rewards=[list(trainer._logs["rewards"][f.__name__]) for f in reward_funcs],
+        )
         return out
 
     trainer._generate_and_score_completions = capture
@@ -83,8 +135,16 @@ def loop_steps(model, tokenizer, seen: dict, config: LoopConfig, reward_funcs):
     b = seen["batch"]
     texts = decode_completions(tokenizer, b["completion_ids"])
     rewards = score_completions(reward_funcs, seen["rows"], texts, b["completion_ids"], b["completion_mask"])
-    batch = prepare_batch(model, b["prompt_ids"], b["prompt_mask"], b["completion_ids"], b["completion_mask"],
-                          rewards, config, [f.__name__ for f in reward_funcs])
+    batch = prepare_batch(
+        model,
+        b["prompt_ids"],
+        b["prompt_mask"],
+        b["completion_ids"],
+        b["completion_mask"],
+        rewards,
+        config,
+        [f.__name__ for f in reward_funcs],
+    )
     optimizer = make_optimizer(model, config)
     return rewards, batch, [optimizer_step(model, optimizer, batch, config) for _ in range(config.num_iterations)]
 
@@ -110,5 +170,16 @@ def compare_with_trl(policy, tokenizer, rows: list[dict], config: LoopConfig, re
     rewards, batch, stats = loop_steps(ours_model, tokenizer, seen, config, reward_funcs)
     theirs, ours = lora_state(policy), lora_state(ours_model)
     per_tensor, of_update = parameter_differences(ours, theirs, start)
-    return dict(per_tensor=per_tensor, of_update=of_update, seen=seen, logged=logged, rewards=rewards, batch=batch,
-                stats=stats, start=start, theirs=theirs, ours=ours, model=ours_model)
+    return dict(
+        per_tensor=per_tensor,
+        of_update=of_update,
+        seen=seen,
+        logged=logged,
+        rewards=rewards,
+        batch=batch,
+        stats=stats,
+        start=start,
+        theirs=theirs,
+        ours=ours,
+        model=ours_model,
+    )

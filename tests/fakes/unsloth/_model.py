@@ -107,8 +107,13 @@ class FastLanguageModel:
         from peft import LoraConfig, get_peft_model
 
         call = record("FastLanguageModel.get_peft_model", args, kwargs)
-        config = LoraConfig(r=call.get("r", 16), lora_alpha=call.get("lora_alpha", 16),
-                            target_modules=list(call["target_modules"]), lora_dropout=0.0, task_type="CAUSAL_LM")
+        config = LoraConfig(
+            r=call.get("r", 16),
+            lora_alpha=call.get("lora_alpha", 16),
+            target_modules=list(call["target_modules"]),
+            lora_dropout=0.0,
+            task_type="CAUSAL_LM",
+        )
         engine = getattr(model, "vllm_engine", None)
         peft_model = get_peft_model(model, config)
         if engine is not None:  # unsloth/models/_utils.py patch_peft_fast_inference
