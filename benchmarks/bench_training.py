@@ -10,7 +10,7 @@ policy) and the backward pass; the loss forward is the rest. The sides sample di
 (different random draws from the same policy), so their lengths differ a little: the table shows them.
 Prints the median step of steps 2..N (step 1 warms up) and the ratio plain / ours (target >= 1.5).
 
-Third side, ``scratch``: the from-scratch loop of notebook 07 (:mod:`helpers.scratch`: plain ``generate``,
+Third side, ``scratch``: the from-scratch loop of notebook 07 (:mod:`helpers.loop`: plain ``generate``,
 log-probs in plain passes) with the same sizes, GRPO settings, start and prompts; its own timers give the
 generation and no-gradient log-prob seconds, a timer around ``Tensor.backward`` the backward. Fourth,
 ``scratch, shared``: the same loop with each group's prompt pass shared in the log-probs

@@ -5,7 +5,7 @@
 `helpers.training.loop_runs.run_variant(variant, share_prompt=True)`: 20 AdamW steps of 2 prompts x 8
 completions x 96 tokens on one-operation course-written train problems, T 0.6, lr 5e-4, held-out
 accuracy on 32 test problems every 5 steps. share_prompt computes the log-probs with one prompt pass
-per group (the same values and gradients, tests/test_scratch.py); sampling is plain `generate`.
+per group (the same values and gradients, tests/test_loop.py); sampling is plain `generate`.
 Writes results/scratch-variants/<variant>/{metrics.csv,summary.json}.
 """
 

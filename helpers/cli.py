@@ -9,10 +9,11 @@
 * ``evaluate --adapter DIR [--n N] [--profile P] [--greedy]`` - base vs. base + LoRA on GSM8K
   test (notebook 06): writes ``results/<run>/summary.json`` and ``records.jsonl``, prints the table.
 * ``pass-at-k --run DIR [--n 8] [--problems 32]`` - pass@1, 2, 4, 8 of the base model, the cold start
-  and GRPO of a finished run on course-written test problems (:mod:`helpers.pass_at_k`).
-* ``scratch --stage reinforce|std|clip|kl [--steps N] [--cold-start DIR] [--output-dir D] [--quick]``
-  - GRPO from scratch in plain PyTorch (:mod:`helpers.scratch`, notebook 07): writes ``metrics.csv``
-  and ``summary.json``.
+  and GRPO of a finished run on course-written test problems (:mod:`helpers.evaluation.pass_at_k`).
+* ``scratch --variant reinforce|std|clip|kl [--steps N] [--cold-start DIR] [--output-dir D] [--quick]``
+  (``--stage`` is the same option) - GRPO from scratch in plain PyTorch, one variant of the loop
+  (:func:`helpers.training.loop_runs.run_variant`, :mod:`helpers.loop`, notebook 07): writes
+  ``metrics.csv`` and ``summary.json``.
 * ``sync-notebooks`` - rewrite the Colab badge and install cell of every notebook.
 """
 

@@ -30,27 +30,18 @@ def smollm2_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory, smollm2_dir) -> Path:
-    """A 2-layer random Llama with SmolLM2's tokenizer, saved like a hub checkpoint."""
+    """The tiny test model (:func:`helpers.training.trl_check.tiny_llama`) with SmolLM2's tokenizer, saved
+    like a hub checkpoint."""
     import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import AutoTokenizer
+
+    from helpers.training.trl_check import tiny_llama
 
     tokenizer = AutoTokenizer.from_pretrained(smollm2_dir)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=1024,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        tie_word_embeddings=True,
-    )
     torch.manual_seed(0)
+    model = tiny_llama(tokenizer)
     path = tmp_path_factory.mktemp("tiny-llama")
-    LlamaForCausalLM(config).save_pretrained(path)
+    model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
 

@@ -436,7 +436,7 @@ def test_the_vllm_engine_seed_is_load_vllms_default_whatever_the_profile_says(fa
     """Issue 18, 11: random_state reaches Unsloth, not the vLLM engine. Read from the pinned wheels:
     FastLlamaModel.from_pretrained takes random_state as its own parameter and builds load_vllm's
     arguments without it (only names left in **kwargs are forwarded), so load_vllm's default seeds
-    the engine. helpers.models says so (VLLM_ENGINE_SEED) and notebook 05 tells the learner."""
+    the engine. helpers.training.models says so (VLLM_ENGINE_SEED) and notebook 05 tells the learner."""
     from helpers.training.models import VLLM_ENGINE_SEED, load_model
 
     llama = source("unsloth", "unsloth/models/llama.py")

@@ -33,28 +33,18 @@ def reward_id_sum_mod7(completion_ids, constant, **kwargs):
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory, smollm2_dir):
     from datasets import Dataset
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
+
+    from helpers.training.trl_check import tiny_llama
 
     tokenizer = AutoTokenizer.from_pretrained(smollm2_dir)
     assert tokenizer.pad_token_id == tokenizer.eos_token_id  # the case the mask test is about
 
     torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        tie_word_embeddings=False,
-    )
+    model = tiny_llama(tokenizer, max_position_embeddings=256, tie_word_embeddings=False)
     model_dir = tmp_path_factory.mktemp("tiny_llama")
-    LlamaForCausalLM(config).to(torch.float64).save_pretrained(model_dir)
+    model.to(torch.float64).save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
 
     dataset = Dataset.from_list(

@@ -1,4 +1,5 @@
-"""helpers.pass_at_k: Chen et al.'s unbiased estimator, its interval, and the sampler behind it."""
+"""helpers.evaluation.pass_at_k, and its estimator in helpers.evaluation.stats: Chen et al.'s unbiased
+estimator, its interval, and the sampler behind it."""
 
 import math
 from itertools import combinations

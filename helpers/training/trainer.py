@@ -70,7 +70,7 @@ def build_grpo_config(profile: Profile, output_dir: str | Path, report_to: str =
     dataset's order (``shuffle_dataset=False``), else shuffled. Checkpoints every
     ``profile.save_steps`` steps (none when 0). Rollouts: an Unsloth profile's own vLLM engine
     (``fast_inference``), TRL's vLLM server mode when ``profile.vllm_server_url`` is set, else HF
-    ``generate`` (:mod:`helpers.rollouts` with ``profile.fast_rollouts``). Processes other than the
+    ``generate`` (:mod:`helpers.training.fast_rollouts` with ``profile.fast_rollouts``). Processes other than the
     main one log errors only (``log_level_replica``).
 
     Raises:

@@ -27,15 +27,14 @@ def lora_state(model) -> dict:
     return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
 
 
-def tiny_policy(tokenizer, dtype=torch.float64, seed: int = 0):
-    """A 2-layer random Llama (hidden size 32) for ``tokenizer``, with a LoRA (rank 4 on q/v/up) whose B is
-    random instead of PEFT's zeros, so that the adapter matters from step 1: the model of the checks
-    against TRL (float64: the two sides then differ by rounding only)."""
-    from peft import LoraConfig, get_peft_model
+def tiny_llama(tokenizer, **overrides):
+    """The course's tiny test model: a random 2-layer Llama (hidden size 32, 4 heads, 2 KV heads, tied
+    embeddings) for ``tokenizer``, float32; ``overrides`` change any ``LlamaConfig`` field. Seed torch first:
+    the weights are drawn from its global stream. The tests, :func:`tiny_policy` and the checks against TRL
+    all use it."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    torch.manual_seed(seed)
-    config = LlamaConfig(
+    settings = dict(
         vocab_size=len(tokenizer),
         hidden_size=32,
         intermediate_size=64,
@@ -48,10 +47,20 @@ def tiny_policy(tokenizer, dtype=torch.float64, seed: int = 0):
         pad_token_id=tokenizer.pad_token_id,
         tie_word_embeddings=True,
     )
+    return LlamaForCausalLM(LlamaConfig(**{**settings, **overrides}))
+
+
+def tiny_policy(tokenizer, dtype=torch.float64, seed: int = 0):
+    """:func:`tiny_llama` with a LoRA (rank 4 on q/v/up) whose B is random instead of PEFT's zeros, so that
+    the adapter matters from step 1: the model of the checks against TRL (float64: the two sides then differ
+    by rounding only)."""
+    from peft import LoraConfig, get_peft_model
+
+    torch.manual_seed(seed)
     lora = LoraConfig(
         r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "up_proj"], lora_dropout=0.0, task_type="CAUSAL_LM"
     )
-    model = get_peft_model(LlamaForCausalLM(config).to(dtype), lora).to(dtype)
+    model = get_peft_model(tiny_llama(tokenizer).to(dtype), lora).to(dtype)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "lora_B" in name:

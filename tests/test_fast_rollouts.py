@@ -1,4 +1,4 @@
-"""helpers.rollouts: the cheaper rollouts and log-probs sample and learn from the same policy.
+"""helpers.training.fast_rollouts: the cheaper rollouts and log-probs sample and learn from the same policy.
 
 A tiny random Llama in float64 (SmolLM2's tokenizer) with a LoRA whose B is not zero, so that the
 adapter changes the outputs. Float64 makes "equal" mean rounding: log-probs agree to 1e-10 (we see

@@ -1,4 +1,4 @@
-"""helpers.scratch: the from-scratch GRPO loop, and one optimizer step of it equal to TRL 0.22.2's.
+"""helpers.loop: the from-scratch GRPO loop, and one optimizer step of it equal to TRL 0.22.2's.
 
 The equality: TRL's ``GRPOTrainer`` trains a PEFT LoRA policy (a tiny random Llama in float64 with
 SmolLM2's tokenizer) for ``num_iterations`` steps, i.e. on one generated batch; we capture the rows,
@@ -293,7 +293,7 @@ def test_the_loop_refuses_too_few_prompts(tiny_model_dir):
 
 def test_shared_prompt_pass_gives_the_unshared_gradients(tiny_model_dir):
     """shared_batch_logps (one prompt pass per group): the same loss and LoRA gradients as the plain pass.
-    Relative 1e-5 per tensor: LlamaRMSNorm computes in float32 even in a float64 model (tests/test_rollouts.py)."""
+    Relative 1e-5 per tensor: LlamaRMSNorm computes in float32 even in a float64 model (tests/test_fast_rollouts.py)."""
     model, tokenizer = lora_policy(tiny_model_dir, torch.float64)
     config = loop.LoopConfig(num_iterations=2, beta=0.04, num_generations=G, max_new_tokens=10, temperature=1.0)
     prompt_ids, prompt_mask = loop.tokenize_prompts(tokenizer, [[{"role": "user", "content": p}] for p in PROMPTS])
