@@ -2,8 +2,8 @@
 
 1. The 1,319 GSM8K test labels: each becomes a well-formatted completion (the GSM8K solution
    as reasoning, the label as answer), graded against the label.
-2. The in-scope cases other projects' suites wrote (``tests/data/external_grading_cases.json``,
-   issue 20): radicals, LaTeX fractions, free text, where Math-Verify's own cost shows.
+2. The in-scope cases other projects' suites wrote (``tests/data/external_grading_cases.json``):
+   radicals, LaTeX fractions, free text, where Math-Verify's own cost shows.
 
 Prints completions/second and how many grade as expected for both.
 

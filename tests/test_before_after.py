@@ -355,7 +355,7 @@ def test_cli_evaluate_writes_results_and_prints_the_table(tiny_model_dir, tiny_a
     assert math.isfinite(summary["mcnemar"]["p_value"])
 
 
-# ---- Failure kind of issue 11: counts of any integer type ---------------------------------
+# ---- Failure kind: counts of any integer type ---------------------------------
 
 
 @pytest.mark.parametrize("to_int", [np.int64, np.int32, np.uint16, int])

@@ -1,4 +1,4 @@
-"""T4 times are estimates with a stated source (issue 18, 8): the arithmetic, and that docs/t4.md and
+"""T4 times are estimates with a stated source: the arithmetic, and that docs/t4.md and
 notebooks 05/06 quote what helpers.colab.estimates computes, labelled as estimates."""
 
 import json

@@ -60,7 +60,7 @@ def test_a_course_written_problem_works_the_same(tokenizer, tmp_path):
 
 
 def test_a_first_step_that_already_holds_the_answer_still_gives_a_wrong_early_answer(tokenizer, tmp_path):
-    # (The solution computes something: a restated fact of the question is not real reasoning, issue 17.)
+    # (The solution computes something: a restated fact of the question is not real reasoning.)
     row = {
         "question": "Tom has 12 albums of 100 stamps each. How many stamps does he have?",
         "answer": "He has 1,200 stamps.\n#### 1,200",

@@ -1,4 +1,4 @@
-"""``tools/gpu_check.py`` (issue 18): its preflight, its failure reporting, and the whole check
+"""``tools/gpu_check.py``: its preflight, its failure reporting, and the whole check
 run on the CPU at smoke size, as CI runs it, so that it cannot rot before a GPU runs it."""
 
 import importlib.util

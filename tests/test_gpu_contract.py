@@ -1,4 +1,4 @@
-"""Contract tests for the GPU code CI cannot run (issue 10): the code paths of notebooks 05 and 06
+"""Contract tests for the GPU code CI cannot run: the code paths of notebooks 05 and 06
 on the ``t4``/``bf16`` profiles, run on CPU against test-only fakes of the pinned unsloth, unsloth_zoo
 and vLLM (``tests/fakes``). The fakes accept exactly the keyword arguments of the pinned releases
 (``fakes/pinned.py``, checked against the wheels' source below), load a tiny real Llama instead of
@@ -107,7 +107,7 @@ def _pinned():
     ],
 )
 def test_the_fakes_table_is_the_pinned_wheels_signature(name):
-    """Issue 18, 10: the vLLM rows were an intersection of other commits' names (9 SamplingParams
+    """The vLLM rows were an intersection of other commits' names (9 SamplingParams
     fields of 0.11.2 missing, best_of among them); every row now is the pinned wheel's own."""
     row = _pinned()[name]
     dist = row.release.rsplit("-", 1)[0]
@@ -143,7 +143,7 @@ def test_the_fakes_take_their_parameters_from_the_table_alone(fake):
     ],
 )
 def test_the_fake_picks_unsloths_dtype(fake, capability, asked, dtype):
-    """Issue 18, 10: the fake picked bf16 for dtype=None where Unsloth picks fp16 below compute
+    """The fake picked bf16 for dtype=None where Unsloth picks fp16 below compute
     capability 8 (unsloth/models/llama.py, checked against the wheel here)."""
     import unsloth
     from unsloth import FastLanguageModel
@@ -236,7 +236,7 @@ def t4_model(fake, tmp_path):
 
 
 def test_generate_with_a_lora_makes_one_request_per_adapter(fake, t4_model, gsm8k_dir):
-    """Bug (issue 10, 6): load_lora at every generate call gave each batch a new LoRA id."""
+    """Bug: load_lora at every generate call gave each batch a new LoRA id."""
     from helpers.data.gsm8k import load_gsm8k
     from helpers.evaluation.before_after import evaluate_before_after
 
@@ -283,7 +283,7 @@ def test_notebook_05_generates_after_training_with_the_saved_adapter(fake, t4_mo
 
 # -------------------------------------------------------------- notebook 06's merged model
 def test_merged_save_then_release_then_4bit_reload(fake, t4_model, monkeypatch, gsm8k_dir):
-    """Issue 10, 5: notebook 06 section 8 on the T4: the engine is released before the merged model
+    """Notebook 06 section 8 on the T4: the engine is released before the merged model
     is loaded, and that model is loaded in 4-bit; loading it next to a live engine is refused."""
     import transformers
 
@@ -329,7 +329,7 @@ def test_merged_save_then_release_then_4bit_reload(fake, t4_model, monkeypatch, 
 def test_release_drops_every_reference_to_the_engine_and_the_policy_is_freed_before_the_reload(
     fake, tmp_path, monkeypatch, gsm8k_dir
 ):
-    """Issue 18, 1: release() cleared only `vllm_engine`, so fast_generate (the engine's bound
+    """Release() cleared only `vllm_engine`, so fast_generate (the engine's bound
     generate), fast_generate_batches, load_lora and save_lora kept the engine alive; and it collected
     garbage before the notebook's `del model`, so the policy (a reference cycle through its
     for_training partial) still held the GPU when the merged model was loaded."""
@@ -390,7 +390,7 @@ def test_release_drops_every_reference_to_the_engine_and_the_policy_is_freed_bef
 
 
 def test_notebook_06_reads_a_drive_adapter_and_merges_to_local_disk(fake, t4_model, monkeypatch, tmp_path, gsm8k_dir):
-    """Issue 18, 2 and 4: on a fresh runtime 06's settings find 05's adapter on Drive by default (GPU
+    """On a fresh runtime 06's settings find 05's adapter on Drive by default (GPU
     profile in Colab), and the merged model is written under ROOT, not into the Drive run folder."""
     import shutil
 
@@ -431,9 +431,9 @@ def test_notebook_06_reads_a_drive_adapter_and_merges_to_local_disk(fake, t4_mod
     assert not (run_on_drive / "merged").exists()
 
 
-# ------------------------------------------------------------------ issue 18: seed and batching
+# ------------------------------------------------------------------ seed and batching
 def test_the_vllm_engine_seed_is_load_vllms_default_whatever_the_profile_says(fake, capsys):
-    """Issue 18, 11: random_state reaches Unsloth, not the vLLM engine. Read from the pinned wheels:
+    """Random_state reaches Unsloth, not the vLLM engine. Read from the pinned wheels:
     FastLlamaModel.from_pretrained takes random_state as its own parameter and builds load_vllm's
     arguments without it (only names left in **kwargs are forwarded), so load_vllm's default seeds
     the engine. helpers.training.models says so (VLLM_ENGINE_SEED) and notebook 05 tells the learner."""
@@ -462,7 +462,7 @@ def test_the_vllm_engine_seed_is_load_vllms_default_whatever_the_profile_says(fa
 
 
 def test_evaluation_hands_vllm_hundreds_of_prompts_per_call(fake, t4_model, gsm8k_dir):
-    """Issue 18, 6: notebook 06 gave vLLM 16 questions a call (2 x 1,319 / 16 = 166 calls); it
+    """Notebook 06 gave vLLM 16 questions a call (2 x 1,319 / 16 = 166 calls); it
     now uses default_batch_size: 256 a call with vLLM, 6 calls a side for the whole test split."""
     from helpers.data.gsm8k import load_gsm8k
     from helpers.evaluation.scoring import VLLM_BATCH, default_batch_size

@@ -68,7 +68,7 @@ def test_extract_answer(text, expected):
     [
         ("$1,234", "1234"),
         ("\\$1,234,567", "1234567"),
-        ("3,5", "3.5"),  # a decimal comma (Math-Verify reads it so too), issue 20
+        ("3,5", "3.5"),  # a decimal comma (Math-Verify reads it so too)
         ("2,50", "2.50"),
         ("1,2345", "1.2345"),
         ("0,500", "0.500"),  # a leading 0 group is never thousands
@@ -182,7 +182,7 @@ def test_pathological_input_times_out_in_a_thread():
     assert is_equivalent("\\sqrt{16}", "4")  # the worker was replaced
 
 
-# ---- Failure kinds of issue 11: each kind is tested with several of its members ------------
+# ---- Failure kinds: each kind is tested with several of its members ------------
 # (pred, gold, equivalent?) rows; the "not equal" rows are the fail-closed half of each rule.
 
 
@@ -369,7 +369,7 @@ def test_extract_answer_reads_a_boxed_answer_without_braces(text, expected):
         ("She had 20 and ate 2", "She had 20 and ate 2"),
     ],
 )
-def test_normalize_answer_issue11_rules(raw, expected):
+def test_normalize_answer_reads_scales_words_currencies_and_units(raw, expected):
     assert normalize_answer(raw) == expected
 
 
@@ -394,7 +394,7 @@ def test_parse_number_arithmetic(s, expected):
     assert parse_number(s) == expected
 
 
-# ---- Failure kinds of issue 20 (found by running other projects' test suites) ---------------
+# ---- Failure kinds (found by running other projects' test suites) ---------------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The grader against answer-equivalence cases other projects wrote (issue 20).
+"""The grader against answer-equivalence cases other projects wrote.
 
 ``tests/data/external_grading_cases.json`` holds the cases, each with its source (repo, commit,
 file, test name) and the verdict that project expects; ``tools/collect_grading_cases.py``

@@ -303,7 +303,7 @@ def test_grpo_loss_bad_input():
         grpo.grpo_loss(logp, old, ref, adv, mask, beta=-1.0)
 
 
-# ---- Failure kinds of issue 11 ------------------------------------------------------------
+# ---- Failure kinds ------------------------------------------------------------
 
 
 @pytest.mark.parametrize("logp_dtype", [torch.float32, torch.bfloat16, torch.float64])
@@ -366,7 +366,7 @@ QWEN = _tokenizer("<|im_end|>", 151645, "<|endoftext|>", 151643)  # Qwen2.5-Inst
 
 
 def test_the_default_mask_stops_at_every_stop_id_of_the_tokenizer():
-    """Issue 20: passing the tokenizer (the default the notebooks use) stops at <|im_end|> and at
+    """Passing the tokenizer (the default the notebooks use) stops at <|im_end|> and at
     <|endoftext|>, its pad token, without naming both ids."""
     assert grpo.stop_token_ids(QWEN) == [151645, 151643]
     assert grpo.stop_token_ids(_tokenizer("<|im_end|>", 2, "<|im_end|>", 2)) == [2]  # SmolLM2

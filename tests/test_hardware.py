@@ -75,7 +75,7 @@ def test_bf16_profile_on_a_t4_is_a_clear_error():
 
 
 def test_bug_bf16_gpu_got_fp16_config_while_unsloth_loads_bf16(monkeypatch, tmp_path):
-    """Bug (issue 10, 2): the profile forced fp16=True while Unsloth loads bf16 where the GPU has it.
+    """Bug: the profile forced fp16=True while Unsloth loads bf16 where the GPU has it.
     Now the GRPOConfig flags follow helpers.training.hardware.precision, as the model's dtype does."""
     monkeypatch.setattr("helpers.training.hardware.gpu_info", lambda: L4)
     config = build_grpo_config(PROFILES["bf16"], tmp_path)

@@ -1,4 +1,4 @@
-"""Unsloth must be imported before transformers, trl and peft (issue 10, 3).
+"""Unsloth must be imported before transformers, trl and peft.
 
 Static: in every notebook that may load a model on the GPU backend, the settings cell calls
 ``import_backend(profile)`` before any statement that imports transformers, trl or peft, directly

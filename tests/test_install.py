@@ -1,4 +1,4 @@
-"""The Colab install (issue 10, 7; issue 18, 3, 7, 9): one stack per GPU (the CPU stack for notebooks
+"""The Colab install: one stack per GPU (the CPU stack for notebooks
 without a GPU), the runtime's numpy/pillow pinned where the stack allows them, trl held in every
 pip step, torchao below 0.18, and a stop (not a print) when the kernel must restart."""
 
@@ -121,7 +121,7 @@ def test_the_runtimes_numpy_and_pillow_are_pinned_in_every_stack():
     ],
 )
 def test_numpy_is_pinned_only_where_the_stack_allows_it(numpy, pinned_for_unsloth):
-    """Bug (issue 18, 3): a runtime with numpy >= 2.3 made the install cell fail with
+    """Bug: a runtime with numpy >= 2.3 made the install cell fail with
     ResolutionImpossible (vllm 0.11.2 pins numba 0.61.2, which needs numpy < 2.3). Such a numpy is
     left to pip (which installs one below 2.3; install_once then asks for a restart)."""
     versions = {"numpy": numpy, "pillow": "11.3.0"}
@@ -146,7 +146,7 @@ def test_the_numpy_bound_is_the_one_vllms_numba_brings():
 
 
 def test_trl_is_held_at_its_pin_in_every_pip_step():
-    """Bug (issue 18, 7): step 1 let pip resolve Unsloth's trl<=1.15 to trl 0.29.1, which step 2
+    """Bug: step 1 let pip resolve Unsloth's trl<=1.15 to trl 0.29.1, which step 2
     replaced with 0.22.2. The resolving step now carries the pin as a constraint."""
     import zipfile
 
@@ -169,7 +169,7 @@ def test_trl_is_held_at_its_pin_in_every_pip_step():
 
 
 def test_the_vllm_pin_gives_its_real_reason():
-    """Issue 18, 9: the pin is Unsloth's T4 choice; vllm 0.11.2's TRITON_ATTN backend accepts any
+    """The pin is Unsloth's T4 choice; vllm 0.11.2's TRITON_ATTN backend accepts any
     compute capability, so "the newest with a T4 attention backend" was not what its code says."""
     import zipfile
 
@@ -193,7 +193,7 @@ def test_gpu_from_nvidia_smi(monkeypatch):
 
 
 def test_install_runs_once_and_stops_when_a_loaded_package_changed(tmp_path):
-    """Bug (issue 10, 7): the cell printed "restart" and "Run all" went on with mixed versions."""
+    """Bug: the cell printed "restart" and "Run all" went on with mixed versions."""
     installed = importlib.metadata.version("numpy")
     runs = []
     run = lambda cmd, cwd, check: runs.append(cmd)  # noqa: E731
@@ -211,7 +211,7 @@ def test_install_runs_once_and_stops_when_a_loaded_package_changed(tmp_path):
 
 
 def test_a_notebook_without_a_gpu_installs_the_cpu_stack_once(tmp_path):
-    """Issue 18, 7: notebooks 02 and 03 install the CPU stack (`--stack cpu`); any install serves
+    """Notebooks 02 and 03 install the CPU stack (`--stack cpu`); any install serves
     them, and a GPU notebook after them in the same runtime installs its own stack."""
     runs = []
     run = lambda cmd, cwd, check: runs.append(cmd[3:])  # noqa: E731

@@ -184,7 +184,7 @@ def test_sampling_masks_after_the_first_stop_token(smollm2_dir):
     assert completion_mask.tolist() == [[1, 1, 0, 0], [1, 1, 1, 1]] * 2  # the stop token kept, after it nothing
 
 
-def test_each_stage_adds_one_piece():
+def test_each_variant_adds_one_piece():
     configs = {name: loop.variant_config(name) for name in loop.VARIANTS}
     assert list(configs) == ["reinforce", "std", "clip", "kl"]
     r, s, c, k = configs.values()
@@ -215,7 +215,7 @@ def test_a_bad_config_says_what_is_wrong(bad, message):
         loop.LoopConfig(**bad)
 
 
-def test_cli_rejects_a_bad_stage_and_bad_steps(capsys):
+def test_cli_rejects_a_bad_variant_and_bad_steps(capsys):
     from helpers.cli import main
 
     for argv in (["scratch", "--stage", "ppo"], ["scratch", "--steps", "0"]):
@@ -334,7 +334,7 @@ def test_shared_prompt_pass_gives_the_unshared_gradients(tiny_model_dir):
         assert (shared[name] - grad).norm() / grad.norm() < 1e-5, name
 
 
-def test_stage_runs_are_read_tabled_and_plotted(tiny_run, tmp_path):
+def test_variant_runs_are_read_tabled_and_plotted(tiny_run, tmp_path):
     import shutil
 
     run, config = tiny_run
@@ -351,5 +351,5 @@ def test_stage_runs_are_read_tabled_and_plotted(tiny_run, tmp_path):
     assert table.loc["clip", "held-out, last"] == rows[3]["heldout/accuracy"]
     fig = plots.plot_variant_runs(runs, show=False)
     assert len(fig.axes) == len(plots.PLOTTED)
-    with pytest.raises(ValueError, match="no stage runs"):
+    with pytest.raises(ValueError, match="no variant runs"):
         plots.plot_variant_runs({}, show=False)

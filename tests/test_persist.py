@@ -1,4 +1,4 @@
-"""Issue 10, 4: a run survives a Colab disconnect on Drive (a local folder stands for it here) or
+"""A run survives a Colab disconnect on Drive (a local folder stands for it here) or
 on the Hub (faked), and notebook 06 finds the adapter from a local path, a Drive path or a Hub id."""
 
 import sys
@@ -68,7 +68,7 @@ def test_drive_is_mounted_through_google_colab_on_first_use(no_drive_env, colab)
 
 
 def test_in_colab_a_gpu_profile_keeps_its_run_on_drive_by_default(no_drive_env, colab, tmp_path, monkeypatch):
-    """Issue 18, 4: a multi-hour GPU run in Colab lost everything on a disconnect unless someone had
+    """A multi-hour GPU run in Colab lost everything on a disconnect unless someone had
     set USE_DRIVE; now Drive is the default there, GRPO_DRIVE=0 turns it off, the CPU run stays local."""
     t4, cpu = PROFILES["t4"], PROFILES["cpu"]
     assert drive_default(t4) and not drive_default(cpu)
@@ -84,7 +84,7 @@ def test_in_colab_a_gpu_profile_keeps_its_run_on_drive_by_default(no_drive_env, 
 
 
 def test_notebook_06_mounts_drive_for_a_drive_path_on_a_fresh_runtime(no_drive_env, colab):
-    """Issue 18, 4: GRPO_ADAPTER=/content/drive/... without GRPO_DRIVE=1 never mounted Drive, so the
+    """GRPO_ADAPTER=/content/drive/... without GRPO_DRIVE=1 never mounted Drive, so the
     adapter notebook 05 left there was 'not found'."""
     adapter = colab.mount_point / "MyDrive" / "grpo-course" / "outputs" / "grpo-t4" / "lora_adapter"
     calls = colab.mounted
@@ -99,7 +99,7 @@ def test_notebook_06_mounts_drive_for_a_drive_path_on_a_fresh_runtime(no_drive_e
 
 
 def test_a_merged_model_goes_to_local_disk_when_the_adapter_is_on_drive(no_drive_env, tmp_path, monkeypatch, colab):
-    """Issue 18, 2: notebook 06 wrote the 6.2 GB merged model beside the adapter, into the Drive run folder."""
+    """Notebook 06 wrote the 6.2 GB merged model beside the adapter, into the Drive run folder."""
     root = tmp_path / "content" / "grpo-course"
     on_mount = colab.mount_point / "MyDrive" / "grpo-course" / "outputs" / "grpo-t4" / "lora_adapter"
     assert on_drive(on_mount) and not on_drive(root / "outputs")

@@ -146,7 +146,7 @@ def test_majority_vote_ties_go_to_the_earliest_first_occurrence():
     assert majority_vote([None, "4", "3", "3", "4"]) == "4"  # None does not vote
 
 
-# ---- Failure kind of issue 11: votes grouped by value, with the grader's equivalence ------
+# ---- Failure kind: votes grouped by value, with the grader's equivalence ------
 
 
 @pytest.mark.parametrize(

@@ -222,7 +222,7 @@ def test_reward_sets_differ_only_in_the_format_and_integer_rewards():
     assert [f.__name__ for f in R.LAYOUT_REWARD_FUNCS[:4]] == ["layout_" + f.__name__ for f in R.REWARD_FUNCS[:4]]
 
 
-# ---- Bug of issue 17: a restated fact of the question was paid as reasoning ----------------
+# ---- Bug: a restated fact of the question was paid as reasoning ----------------
 
 
 def test_restating_a_fact_of_the_question_earns_nothing_but_a_lucky_right_answer():
@@ -276,7 +276,7 @@ def test_a_right_equation_whose_result_is_in_the_question_is_real_work():
     ]
 
 
-# ---- Failure kind of issue 11: a sentence inside <answer> ---------------------------------
+# ---- Failure kind: a sentence inside <answer> ---------------------------------
 
 
 @pytest.mark.parametrize(

@@ -58,7 +58,7 @@ class Disconnect(Exception):
 
 
 def test_interrupted_run_resumes_from_its_checkpoint_and_continues_the_csv(tiny_model_dir, tmp_path, capsys):
-    """Issue 10, 4: checkpoints every save_steps steps; a second train() into the same folder (a new
+    """Checkpoints every save_steps steps; a second train() into the same folder (a new
     runtime, a freshly loaded model) resumes: the step counter and metrics.csv continue."""
     from transformers import TrainerCallback
 
@@ -127,7 +127,7 @@ def test_the_newest_complete_checkpoint_is_the_one_resumed(tmp_path):
 
 
 def test_a_checkpoint_counts_only_if_it_loads(tmp_path, capsys):
-    """Issue 18, 5: over Drive a disconnect mid-upload can leave trainer_state.json beside a truncated
+    """Over Drive a disconnect mid-upload can leave trainer_state.json beside a truncated
     optimizer.pt; resume trusted the state file alone and crashed in torch.load. Now such a checkpoint
     is skipped, with the reason, and the previous one is resumed."""
     from helpers.training.trainer import checkpoint_problem, last_checkpoint
@@ -155,7 +155,7 @@ def test_a_checkpoint_counts_only_if_it_loads(tmp_path, capsys):
 
 
 def test_on_drive_a_run_keeps_one_checkpoint(tiny_model_dir, tmp_path, monkeypatch):
-    """Issue 18, 2: every rotated checkpoint on Drive probably lands in its trash; keep only one there."""
+    """Every rotated checkpoint on Drive probably lands in its trash; keep only one there."""
     profile = PROFILES["cpu"].replace(
         max_completion_length=8, save_steps=1, max_steps=2, per_device_train_batch_size=16
     )  # 4 prompts x 4

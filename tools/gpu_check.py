@@ -1,4 +1,4 @@
-"""GPU check (issue 18): the ``cuda`` profile's path end to end on a tiny random Qwen2 model.
+"""GPU check: the ``cuda`` profile's path end to end on a tiny random Qwen2 model.
 
 Stages, each timed (seconds; CUDA synchronised) with its peak GPU memory
 (``torch.cuda.max_memory_allocated``, reset at each stage; "n/a on CPU"):

@@ -322,7 +322,7 @@ def _show_or_close(fig, show: bool) -> None:
         plt.close(fig)
 
 
-# ----------------------------------------------------------------------------------- stage runs
+# ----------------------------------------------------------------------------------- variant runs
 PLOTTED = (
     ("reward", "reward (mean over the batch)"),
     ("kl", "KL to the reference (k3, nats/token)"),
@@ -334,7 +334,7 @@ PLOTTED = (
 
 def plot_variant_runs(runs: dict, show: bool = True):
     """One figure, five panels against the step (:data:`PLOTTED`: reward, KL, length, grad norm, held-out
-    accuracy), one line per stage run (``{stage: metrics columns}``). Returns the ``Figure``.
+    accuracy), one line per variant run (``{variant: metrics columns}``). Returns the ``Figure``.
 
     Raises:
         ValueError: no runs.
@@ -344,18 +344,18 @@ def plot_variant_runs(runs: dict, show: bool = True):
     from helpers.evaluation.plots import finish_figure, rolling_mean
 
     if not runs:
-        raise ValueError("no stage runs to plot")
+        raise ValueError("no variant runs to plot")
     fig, axes = plt.subplots(1, len(PLOTTED), figsize=(19, 3.8), constrained_layout=True)
-    for stage, m in runs.items():
+    for variant, m in runs.items():
         for ax, (key, title) in zip(axes, PLOTTED):
             pairs = [(s, v) for s, v in zip(m["step"], m.get(key, [])) if not math.isnan(v)]
             steps, values = [p[0] for p in pairs], [p[1] for p in pairs]
             if key == "heldout/accuracy":
-                ax.plot(steps, [100 * v for v in values], marker="s", label=stage)
+                ax.plot(steps, [100 * v for v in values], marker="s", label=variant)
             elif key == "kl":  # a line through the fresh batches; the reused ones (off-policy k3) as dots
                 fresh = set(fresh_steps(m))
                 (line,) = ax.plot(
-                    [s for s in steps if s in fresh], [v for s, v in pairs if s in fresh], marker=".", label=stage
+                    [s for s in steps if s in fresh], [v for s, v in pairs if s in fresh], marker=".", label=variant
                 )
                 ax.plot(
                     [s for s in steps if s not in fresh],
@@ -366,10 +366,10 @@ def plot_variant_runs(runs: dict, show: bool = True):
                     color=line.get_color(),
                 )
             elif key in ("reward", "completions/mean_length"):
-                (line,) = ax.plot(steps, rolling_mean(values, 3), lw=2, label=stage)
+                (line,) = ax.plot(steps, rolling_mean(values, 3), lw=2, label=variant)
                 ax.plot(steps, values, ls="", marker=".", alpha=0.4, color=line.get_color())
             else:
-                ax.plot(steps, values, marker=".", label=stage)
+                ax.plot(steps, values, marker=".", label=variant)
             ax.set(title=title + (" %" if key == "heldout/accuracy" else ""), xlabel="step")
     axes[0].set_title("reward (3-step mean; dots: each step)")
     axes[1].set_title("KL (k3) on fresh batches; x: reused batch")

@@ -357,7 +357,7 @@ def cpu_count() -> int:
 
 
 def read_variant_runs(results_dir) -> tuple[dict, list]:
-    """``({stage: metrics columns}, [missing stages])`` from ``results_dir/<stage>/metrics.csv``, stages in
+    """``({variant: metrics columns}, [missing variants])`` from ``results_dir/<variant>/metrics.csv``, variants in
     :data:`VARIANTS` order (:func:`helpers.evaluation.plots.read_metrics`)."""
     from helpers.evaluation.plots import read_metrics
 
@@ -375,7 +375,7 @@ def fresh_steps(m: dict) -> list:
 
 
 def variant_table(runs: dict):
-    """A ``DataFrame``, one row per stage run: mean reward over the first and the last 5 steps, the KL of
+    """A ``DataFrame``, one row per variant run: mean reward over the first and the last 5 steps, the KL of
     the last fresh batch (:func:`fresh_steps`), mean length and grad norm over the last 5 steps, the share
     of clipped tokens, held-out accuracy before (step 0) and after (last evaluation), and the mean step
     time (s, without the held-out evaluations)."""
@@ -386,11 +386,11 @@ def variant_table(runs: dict):
         return sum(values) / len(values) if values else float("nan")
 
     rows = {}
-    for stage, m in runs.items():
+    for variant, m in runs.items():
         trained = [i for i, s in enumerate(m["step"]) if s > 0]
         first, last = trained[:5], trained[-5:]
         held = [v for v in m.get("heldout/accuracy", []) if not math.isnan(v)]
-        rows[stage] = {
+        rows[variant] = {
             "reward, steps 1-5": mean([m["reward"][i] for i in first]),
             "reward, last 5": mean([m["reward"][i] for i in last]),
             "KL, last fresh batch": m["kl"][m["step"].index(fresh_steps(m)[-1])],

@@ -40,11 +40,6 @@ from contextlib import contextmanager
 
 import torch
 
-try:  # the trainer needs TRL; sample() and MergedPolicy do not
-    from trl import GRPOTrainer
-except ImportError:  # pragma: no cover - TRL is in both stacks
-    GRPOTrainer = object
-
 
 # ------------------------------------------------------------------------------------ groups
 def prompt_groups(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> list[list[int]]:

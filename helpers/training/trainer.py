@@ -28,16 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from trl import GRPOTrainer
 
-from helpers.training.profiles import Profile, get_profile
-
-try:  # the trainer needs TRL; sample() and MergedPolicy do not
-    from trl import GRPOTrainer
-except ImportError:  # pragma: no cover - TRL is in both stacks
-    GRPOTrainer = object
 from helpers.evaluation.reports import METRICS_FILE
 from helpers.training.callbacks import MetricsCSV, quiet_progress
 from helpers.training.fast_rollouts import MergedPolicy, merged_generate, shared_prompt_logps
+from helpers.training.profiles import Profile, get_profile
 
 ADAPTER_DIR = "lora_adapter"
 
@@ -172,7 +168,7 @@ def train(
         ValueError: ``dataset`` holds fewer prompts than one step draws (TRL would run no step and
             write nothing).
     """
-    from trl import GRPOTrainer
+    from trl import GRPOTrainer as trainer_class  # under Unsloth: its patched trainer (import_backend came first)
 
     from helpers.colab.persist import DRIVE_CHECKPOINTS, on_drive
     from helpers.data.gsm8k import load_gsm8k
@@ -213,10 +209,10 @@ def train(
             )
         ]
     if profile.fast_rollouts and profile.backend == "transformers":
-        from helpers.training.trainer import CourseGRPOTrainer as GRPOTrainer  # noqa: F811 - same trainer, cheaper steps
+        trainer_class = CourseGRPOTrainer  # the same trainer, cheaper steps
     if on_drive(output_dir) and profile.save_steps > 0:  # each rotated checkpoint probably goes to Drive's trash
         config_overrides.setdefault("save_total_limit", DRIVE_CHECKPOINTS)
-    trainer = GRPOTrainer(
+    trainer = trainer_class(
         model=model,
         processing_class=tokenizer,
         reward_funcs=list(reward_funcs),
@@ -321,9 +317,10 @@ def _checkpoint_step(path) -> int:
 
 # --------------------------------------------------------------------------------- trainer
 class CourseGRPOTrainer(GRPOTrainer):
-    """TRL's ``GRPOTrainer`` with the four savings of this module, nothing else changed: rollouts by
-    :func:`sample` on a :class:`MergedPolicy` (one prompt pass per group, finished rows dropped),
-    log-probs by :func:`shared_prompt_logps`, and with ``beta = 0`` the loss over the rows of groups
+    """TRL's ``GRPOTrainer`` with the four savings of :mod:`helpers.training.fast_rollouts`, nothing else
+    changed: rollouts by :func:`~helpers.training.fast_rollouts.sample` on a
+    :class:`~helpers.training.fast_rollouts.MergedPolicy` (one prompt pass per group, finished rows dropped),
+    log-probs by :func:`~helpers.training.fast_rollouts.shared_prompt_logps`, and with ``beta = 0`` the loss over the rows of groups
     that are not flat (:meth:`_compute_loss`). The loss, advantages, KL, clipping, logging and
     checkpoints are TRL's own code. Falls back to TRL's paths where a saving does not apply: several
     processes (DDP wraps the forward), vision inputs, or a policy that is not a plain PEFT LoRA.
@@ -373,7 +370,7 @@ class CourseGRPOTrainer(GRPOTrainer):
         return shared_prompt_logps(model, input_ids, attention_mask, logits_to_keep, self.temperature, compute_entropy)
 
     def _compute_loss(self, model, inputs):
-        """TRL's loss, over the rows whose advantage is not 0 when ``beta = 0`` (see the module docstring).
+        """TRL's loss, over the rows whose advantage is not 0 when ``beta = 0`` (see :mod:`helpers.training.fast_rollouts`, saving 4).
 
         The sub-batch's loss is rescaled to TRL's normaliser: ``"grpo"`` and ``"dr_grpo"`` by
         live rows / all rows, ``"bnpo"`` by live tokens / all tokens, ``"dapo"`` not at all (it divides by

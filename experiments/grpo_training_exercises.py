@@ -5,7 +5,7 @@ tokens, T = 1.0), its 160-example cold start, seed 3407, 2 CPU cores. Each arm c
 ``baseline`` changes nothing. Writes ``<arm>/metrics.csv`` and ``summary.json`` (per arm: a few
 metrics at each of the 6 steps, and the seconds a step) into results/exercises05/.
 
-    GSM8K_DIR=... python experiments/exercises05.py [--cold DIR]
+    GSM8K_DIR=... python experiments/grpo_training_exercises.py [--cold DIR]
 """
 
 import argparse
