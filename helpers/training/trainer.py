@@ -320,10 +320,10 @@ class CourseGRPOTrainer(GRPOTrainer):
     """TRL's ``GRPOTrainer`` with the four savings of :mod:`helpers.training.fast_rollouts`, nothing else
     changed: rollouts by :func:`~helpers.training.fast_rollouts.sample` on a
     :class:`~helpers.training.fast_rollouts.MergedPolicy` (one prompt pass per group, finished rows dropped),
-    log-probs by :func:`~helpers.training.fast_rollouts.shared_prompt_logps`, and with ``beta = 0`` the loss over the rows of groups
-    that are not flat (:meth:`_compute_loss`). The loss, advantages, KL, clipping, logging and
-    checkpoints are TRL's own code. Falls back to TRL's paths where a saving does not apply: several
-    processes (DDP wraps the forward), vision inputs, or a policy that is not a plain PEFT LoRA.
+    log-probs by :func:`~helpers.training.fast_rollouts.shared_prompt_logps`, and with ``beta = 0`` the
+    loss over the rows of groups that are not flat (:meth:`_compute_loss`). The loss, advantages, KL,
+    clipping, logging and checkpoints are TRL's own code. Falls back to TRL's paths where a saving does not
+    apply: several processes (DDP wraps the forward), vision inputs, or a policy that is not a plain PEFT LoRA.
     """
 
     def __init__(self, *args, **kwargs):
@@ -370,7 +370,8 @@ class CourseGRPOTrainer(GRPOTrainer):
         return shared_prompt_logps(model, input_ids, attention_mask, logits_to_keep, self.temperature, compute_entropy)
 
     def _compute_loss(self, model, inputs):
-        """TRL's loss, over the rows whose advantage is not 0 when ``beta = 0`` (see :mod:`helpers.training.fast_rollouts`, saving 4).
+        """TRL's loss, over the rows whose advantage is not 0 when ``beta = 0``
+        (:mod:`helpers.training.fast_rollouts`, saving 4).
 
         The sub-batch's loss is rescaled to TRL's normaliser: ``"grpo"`` and ``"dr_grpo"`` by
         live rows / all rows, ``"bnpo"`` by live tokens / all tokens, ``"dapo"`` not at all (it divides by
