@@ -1,3 +1,5 @@
+"""``python -m helpers``: the command line (:mod:`helpers.cli`)."""
+
 from helpers.cli import main
 
 raise SystemExit(main())
