@@ -1,9 +1,10 @@
-"""GRPO reward functions for the XML answer format: checked, layout-only, and the seeds' originals.
+"""GRPO reward functions for the XML answer format: checked and layout-only (the originals are in
+:mod:`helpers.original_rewards`).
 
 Three generations of the same five functions, so that the course can show what each fix buys:
 
-1. ``seed_*`` - willccbb's GRPO demo, copied into Unsloth's Qwen2.5 GRPO notebook, verbatim
-   (minus a print). Their parsing failures, each fixed in 2 and 3:
+1. ``original_*`` (:mod:`helpers.original_rewards`) - willccbb's GRPO demo, copied into Unsloth's
+   Qwen2.5 GRPO notebook, verbatim (minus a print). Their parsing failures, each fixed in 2 and 3:
 
    - correctness compares strings: ``$1,234`` vs ``1234`` or ``29.00`` vs ``29`` score 0; and it
      takes the text after the *last* ``<answer>``, so two hedged answers score 2.0.
@@ -15,7 +16,7 @@ Three generations of the same five functions, so that the course can show what e
      and counts a trailing ``<|im_end|>`` as junk.
 
 2. ``layout_*`` (:data:`LAYOUT_REWARD_FUNCS`) - the parsing fixed, but the format rewards still
-   look at the *layout* only, as the seeds do. They are hackable: the system prompt's own
+   look at the *layout* only, as the originals do. They are hackable: the system prompt's own
    template ``<reasoning>\\n...\\n</reasoning>\\n<answer>\\n...\\n</answer>`` earns all 1.5
    format points. A 135M policy trained with them learns exactly that (notebook 05).
 
@@ -332,7 +333,7 @@ def soft_format_reward_func(prompts=None, completions=(), answer=None, **kwargs)
 
 
 def count_xml(text: str) -> float:
-    """0.125 per well-placed tag (as in the seeds), minus 0.001 per character after the answer.
+    """0.125 per well-placed tag (as in the originals), minus 0.001 per character after the answer.
 
     Trailing whitespace and end-of-turn tokens (``<|im_end|>``) are not counted as trailing
     text; the result is never negative. Gold format -> 0.5, with or without the final ``\\n``.
@@ -411,7 +412,7 @@ def reward_table(funcs, completions, answer, *, prompts=None, index=None):
     adds the reward functions with weight 1 before computing the group advantages).
 
     Args:
-        funcs: reward functions with TRL's signature (:data:`REWARD_FUNCS`, the seeds', your own).
+        funcs: reward functions with TRL's signature (:data:`REWARD_FUNCS`, the originals, your own).
         completions: ``N`` completions, strings or TRL's conversational format.
         answer: ``N`` gold labels, or one label for all.
         prompts: ``N`` prompts (conversational) or None; the content checks compare against them.

@@ -1,4 +1,4 @@
-"""GSM8K as GRPO prompts: a system prompt asking for the seeds' XML format plus the question.
+"""GSM8K as GRPO prompts: the course's system prompt (:mod:`helpers.course_format`) plus the question.
 
 Sources, in order (:func:`load_gsm8k`):
 1. an explicit ``data_dir`` or the ``GSM8K_DIR`` environment variable, holding GSM8K's
@@ -6,7 +6,8 @@ Sources, in order (:func:`load_gsm8k`):
    follows ``####``);
 2. the hub dataset ``openai/gsm8k`` (config ``main``), unless offline;
 3. an embedded sample of 48 grade-school problems written for this course (NOT GSM8K; 40 train,
-   8 test), so that the notebooks run anywhere. A message says when it is used.
+   8 test; ``assets/sample_problems.jsonl``), so that the notebooks run anywhere. A message says when it is
+   used. :func:`running_example` builds the course's running example from GSM8K test question 0.
 """
 
 from __future__ import annotations
