@@ -10,6 +10,9 @@
   test (notebook 06): writes ``results/<run>/summary.json`` and ``records.jsonl``, prints the table.
 * ``pass-at-k --run DIR [--n 8] [--problems 32]`` - pass@1, 2, 4, 8 of the base model, the cold start
   and GRPO of a finished run on course-written test problems (:mod:`helpers.evaluation.pass_at_k`).
+* ``sealed --run DIR --dest results/NAME [--profile P]`` - open the sealed test set once on a finished
+  run (:func:`helpers.evaluation.sealed_eval.open_sealed`): cold start and GRPO on its in-distribution
+  and transfer parts; refuses a ``dest`` that holds a sealed summary already.
 * ``scratch --variant reinforce|std|clip|kl [--steps N] [--cold-start DIR] [--output-dir D] [--quick]``
   (``--stage`` is the same option) - GRPO from scratch in plain PyTorch, one variant of the loop
   (:func:`helpers.training.loop_runs.run_variant`, :mod:`helpers.loop`, notebook 07): writes
@@ -149,6 +152,25 @@ def _pass_at_k(args) -> int:
     return 0
 
 
+def _sealed(args) -> int:
+    _check_data_dir()
+    from helpers.training.profiles import get_profile
+
+    profile = get_profile(args.profile)
+    from helpers.evaluation.sealed_eval import SEALED_SUMMARY_FILE, open_sealed
+
+    summary = open_sealed(args.run_dir, args.dest, profile)
+    for name, part in summary["parts"].items():
+        start, grpo = part["stages"]["cold_start"]["all"], part["stages"]["grpo"]["all"]
+        test = part["mcnemar_start_vs_grpo"]["all"]["correct"]
+        print(
+            f"sealed {name}: {round(start['accuracy'] * start['n'])} -> {round(grpo['accuracy'] * grpo['n'])} "
+            f"of {start['n']} (McNemar p = {test['p_value']:.2g})"
+        )
+    print(f"Written: {Path(args.dest) / SEALED_SUMMARY_FILE}")
+    return 0
+
+
 def _scratch(args) -> int:
     _check_data_dir()
     from helpers.training.loop_runs import run_variant
@@ -275,6 +297,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     passk.add_argument("--profile", choices=sorted(PROFILES), help="default: picked from the hardware")
     passk.set_defaults(run=_pass_at_k)
+    sealed = commands.add_parser("sealed", help="open the sealed test set once on a finished `train` run (CPU)")
+    sealed.add_argument(
+        "--run", dest="run_dir", required=True, type=existing_dir, help="the run's folder (outputs/grpo-cpu)"
+    )
+    sealed.add_argument("--dest", required=True, help="the reference run's results folder (results/<run>)")
+    sealed.add_argument("--profile", choices=sorted(PROFILES), help="default: picked from the hardware")
+    sealed.set_defaults(run=_sealed)
     scratch = commands.add_parser("scratch", help="GRPO from scratch in plain PyTorch, one variant (notebook 07)")
     scratch.add_argument(
         "--variant",

@@ -1,6 +1,6 @@
 """Grade a model's final answer the way a careful human would.
 
-Three steps, each a public function:
+Four steps, each a public function:
 
 1. **Extract** the final answer: ``extract_answer`` (the single ``<answer>`` block, else the
    last ``\\boxed{}``, else ``None``).
@@ -13,6 +13,9 @@ Three steps, each a public function:
    Math-Verify (https://github.com/huggingface/Math-Verify) in a worker process
    (:mod:`helpers.symbolic`) that is killed after a time limit, so a pathological input costs at
    most ``SYMBOLIC_TIMEOUT_S`` seconds, from any thread (Math-Verify's own timeout uses ``signal``: main thread only).
+4. **Judge**: ``is_correct``, what a reward or an evaluation counts as right: an *evaluated*
+   answer (``is_evaluated``: ``17``, not ``8 + 9``) equivalent to the gold one. ``is_equivalent``
+   alone is math equivalence (``8 + 9`` = ``17``), which majority voting uses.
 
 Fail-closed rule: whenever we cannot be sure, the answer is *not* equivalent (``False``).
 """
@@ -138,6 +141,10 @@ def extract_answer(text: str | None) -> str | None:
 _NUMERICISH_RE = re.compile(r"[-+\d.,/\s]+")  # looks numeric but may be malformed ("3,5")
 
 
+_LITERAL_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)")  # 17, -5, 17.0, .5
+_FRACTION_RE = re.compile(r"[-+]?(?:(\d+)\s+)?(\d+)\s*/\s*(\d+)")  # 3/4, 2 1/2
+
+
 # --------------------------------------------------------------------------- comparison
 def _braces_balanced(s: str) -> bool:
     depth = 0
@@ -227,3 +234,43 @@ def is_equivalent(pred: str | None, gold: str | None, timeout: float = SYMBOLIC_
     if verdict == "no_worker":
         warnings.warn("Math-Verify worker could not start; symbolic answers grade False", GradingWarning, stacklevel=2)
     return verdict == "equal"
+
+
+# --------------------------------------------------------------------------- verdict
+def is_evaluated(pred: str | None) -> bool:
+    """Whether the answer is worked out: one number, not arithmetic left for the grader to do.
+
+    After ``normalize_answer``, an answer that ``parse_number`` reads (a number or arithmetic
+    on numbers) is evaluated only when it is a single number literal: an integer or decimal
+    with an optional sign (``17``, ``-5``, ``17.0``, ``.5``, ``$1,234``), a fraction ``p/q`` in
+    lowest terms with ``q > 1`` (``3/4``, ``\\frac{3}{4}``), or a mixed number with a proper
+    fraction in lowest terms (``2 1/2``). ``8 + 9``, ``(8+9)``, ``8 \\times 2``, ``8/2``,
+    ``\\frac{8}{2}``, ``2 2/4`` -> False. An equation is judged on what normalization keeps:
+    ``8 + 9 = 17`` -> True (the last side, ``17``), ``x = 8+9`` -> False (``8+9``).
+    Anything else (symbolic, ``\\sqrt{3}``, or text) -> True: it is left to ``is_equivalent``.
+    ``None`` or empty -> False.
+    """
+    p = normalize_answer(pred)
+    if not p:
+        return False
+    if parse_number(p) is None:
+        return True
+    if _LITERAL_RE.fullmatch(p):
+        return True
+    m = _FRACTION_RE.fullmatch(p)
+    if not m:
+        return False
+    whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
+    proper = whole is None or num < den
+    return den > 1 and math.gcd(num, den) == 1 and proper
+
+
+def is_correct(pred: str | None, gold: str | None, timeout: float = SYMBOLIC_TIMEOUT_S, warn: bool = True) -> bool:
+    """What a reward or an evaluation counts as right: an evaluated answer equivalent to the gold one.
+
+    ``is_evaluated(pred) and is_equivalent(pred, gold, timeout, warn)``: ``17`` for ``17`` ->
+    True, ``$17.00`` -> True; ``8 + 9`` for ``17`` -> False (equivalent, but the arithmetic is
+    not done: a reward paying it pays a policy for not doing the arithmetic). The gold is checked
+    first, so a gold that cannot be graded warns whatever the prediction.
+    """
+    return is_equivalent(pred, gold, timeout=timeout, warn=warn) and is_evaluated(pred)

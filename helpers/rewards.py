@@ -8,7 +8,8 @@ Three generations of the same five functions, so that the course can show what e
 
    - correctness compares strings: ``$1,234`` vs ``1234`` or ``29.00`` vs ``29`` score 0; and it
      takes the text after the *last* ``<answer>``, so two hedged answers score 2.0.
-     Fixed: ``helpers.grading`` (one ``<answer>`` block, math equivalence).
+     Fixed: ``helpers.grading`` (one ``<answer>`` block, math equivalence, an evaluated number:
+     ``8 + 9`` for 17 scores 0).
    - int reward uses ``str.isdigit``: ``-3`` and ``1,000`` are "not integers".
    - strict/soft format use ``.`` without ``re.DOTALL``: multi-line reasoning never matches;
      strict also demands a final ``\\n``, soft rejects leading whitespace.
@@ -37,7 +38,7 @@ from __future__ import annotations
 
 import re
 
-from helpers.grading import extract_answer, extract_boxed, extract_xml_block, is_equivalent
+from helpers.grading import extract_answer, extract_boxed, extract_xml_block, is_correct
 from helpers.normalize import normalize_answer
 from helpers.numbers import parse_number
 
@@ -225,9 +226,10 @@ def _sources(prompts, n: int) -> list[list[str]]:
 
 # ----------------------------------------------------------------------- reward functions
 def correctness_reward_func(prompts=None, completions=(), answer=(), **kwargs) -> list[float]:
-    """2.0 when the extracted answer equals the gold ``answer`` (``grading.is_equivalent``).
+    """2.0 when the extracted answer is evaluated and equals the gold ``answer`` (``grading.is_correct``).
 
-    ``"<answer>\\n$1,234\\n</answer>"`` vs ``"1234"`` -> 2.0; two answer blocks -> 0.0.
+    ``"<answer>\\n$1,234\\n</answer>"`` vs ``"1234"`` -> 2.0; two answer blocks -> 0.0;
+    ``"<answer>\\n8 + 9\\n</answer>"`` vs ``"17"`` -> 0.0 (arithmetic left undone is not paid).
 
     Raises:
         ValueError: ``answer`` and ``completions`` differ in length.
@@ -235,7 +237,7 @@ def correctness_reward_func(prompts=None, completions=(), answer=(), **kwargs) -
     texts = completion_texts(completions)
     if len(texts) != len(answer):
         raise ValueError(f"{len(texts)} completions but {len(answer)} gold answers")
-    return [CORRECT if is_equivalent(extract_answer(t), g) else 0.0 for t, g in zip(texts, answer)]
+    return [CORRECT if is_correct(extract_answer(t), g) else 0.0 for t, g in zip(texts, answer)]
 
 
 def is_integer_answer(text: str) -> bool:

@@ -7,7 +7,15 @@ from fractions import Fraction
 
 import pytest
 
-from helpers.grading import GradingWarning, extract_answer, extract_boxed, extract_xml_answer, is_equivalent
+from helpers.grading import (
+    GradingWarning,
+    extract_answer,
+    extract_boxed,
+    extract_xml_answer,
+    is_correct,
+    is_equivalent,
+    is_evaluated,
+)
 from helpers.normalize import normalize_answer
 from helpers.numbers import parse_number
 
@@ -563,3 +571,45 @@ def test_free_text_is_graded_on_its_final_statement(pred, gold, expected):
 )
 def test_a_long_decimal_equals_the_gold_fraction_it_rounds(pred, gold, expected):
     _check_kind(pred, gold, expected)
+
+
+EVALUATED = ["17", "-5", "+5", "17.0", "0.5", ".5", "$1,234", "3/4", "-3/4", "\\frac{3}{4}", "2 1/2", "-2 1/2"]
+EVALUATED += ["8 + 9 = 17", "x = 17", "\\sqrt{3}", "twelve", "the answer is 17"]  # a number kept, or not arithmetic
+NOT_EVALUATED = ["8 + 9", "(8+9)", "8 \\times 2", "8/2", "\\frac{8}{2}", "16 / 2", "2 * 3", "x = 8+9"]
+NOT_EVALUATED += ["17/1", "0/5", "3/-4", "2 2/4", "2 3/2", "1/2 + 1/2", "9 - 8", None, "", "  "]
+
+
+@pytest.mark.parametrize("pred", EVALUATED)
+def test_a_single_number_literal_or_a_non_numeric_answer_is_evaluated(pred):
+    assert is_evaluated(pred)
+
+
+@pytest.mark.parametrize("pred", NOT_EVALUATED)
+def test_arithmetic_left_undone_is_not_evaluated(pred):
+    assert not is_evaluated(pred)
+
+
+@pytest.mark.parametrize(
+    "pred, gold, expected",
+    [
+        ("17", "17", True),
+        ("$17.00", "17", True),
+        ("8 + 9 = 17", "17", True),
+        ("\\frac{3}{4}", "0.75", True),
+        ("\\sqrt{4}", "2", True),  # symbolic: left to is_equivalent
+        ("8 + 9", "17", False),  # equivalent, but not evaluated
+        ("8/2", "4", False),
+        ("x = 8+9", "17", False),
+        ("18", "17", False),
+        (None, "17", False),
+    ],
+)
+def test_is_correct_is_an_evaluated_answer_equivalent_to_the_gold(pred, gold, expected):
+    assert is_correct(pred, gold) is expected
+    if pred in ("8 + 9", "8/2", "x = 8+9"):
+        assert is_equivalent(pred, gold)  # math equivalence itself is unchanged
+
+
+def test_is_correct_warns_on_an_unparseable_gold_even_for_an_unevaluated_prediction():
+    with pytest.warns(GradingWarning):
+        assert not is_correct("8 + 9", "\\frac{17}{1")

@@ -92,6 +92,17 @@ def test_plain_string_completions_and_reward_list():
     assert [f.__name__ for f in ORIGINAL_REWARD_FUNCS] == original_names
 
 
+def test_an_unevaluated_expression_earns_no_correctness_reward():
+    """Regression: ``<answer>8 + 9</answer>`` for 17 was paid 2.0 (``is_equivalent`` evaluates it),
+    which paid a policy for leaving the arithmetic to the grader."""
+    undone = "<reasoning>\n8 + 9 = 17\n</reasoning>\n<answer>\n8 + 9\n</answer>"
+    done = "<reasoning>\n8 + 9 = 17\n</reasoning>\n<answer>\n17\n</answer>"
+    for text, paid in ((undone, 0.0), (done, 2.0)):
+        conv = [[{"role": "assistant", "content": text}]]
+        assert R.correctness_reward_func(completions=conv, answer=["17"]) == [paid]
+        assert R.correctness_reward_func(completions=[text], answer=["17"]) == [paid]
+
+
 def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match="gold answers"):
         R.correctness_reward_func(completions=[GOLD, GOLD], answer=["18"])

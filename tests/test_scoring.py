@@ -232,3 +232,13 @@ def test_records_tell_the_valid_format_from_a_template_copy():
     }
     s = summarize(list(records.values()))
     assert (s["format_rate_strict"], s["format_rate_valid"], s["placeholder_rate"]) == (0.8, 0.2, 0.4)
+
+
+def test_an_unevaluated_expression_is_not_scored_correct():
+    """``correct`` pays only an evaluated number, as the correctness reward does; ``correct_format_free``
+    (the last number of the text) is unchanged."""
+    completions = [xml("8 + 9"), xml("17"), "<answer>\n8 + 9\n</answer> = 17"]
+    records = score(["q"] * 3, ["17"] * 3, completions)
+    assert [r["extracted"] for r in records] == ["8 + 9", "17", "8 + 9"]
+    assert [r["correct"] for r in records] == [False, True, False]
+    assert [r["correct_format_free"] for r in records] == [False, True, True]

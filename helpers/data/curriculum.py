@@ -74,7 +74,9 @@ def phase_steps(phases, batches: int) -> list[int]:
     return counts
 
 
-def curriculum_dataset(phases, *, batches: int, prompts_per_batch: int, seed: int = 0, gsm8k_skip: int = 0):
+def curriculum_dataset(
+    phases, *, batches: int, prompts_per_batch: int, seed: int = 0, gsm8k_skip: int = 0, family: str = "varied"
+):
     """The GRPO prompts of a schedule in training order: ``batches x prompts_per_batch`` rows.
 
     Args:
@@ -83,6 +85,7 @@ def curriculum_dataset(phases, *, batches: int, prompts_per_batch: int, seed: in
         prompts_per_batch: distinct prompts per batch (global batch / ``num_generations``).
         seed: draws the course-written problems (always the ``train`` split).
         gsm8k_skip: GSM8K train rows to skip (those the cold start trained on).
+        family: the course-written problems' family of wordings (:data:`helpers.data.problems.FAMILIES`).
 
     Returns:
         A ``datasets.Dataset`` with ``question``, ``prompt``, ``answer`` and ``phase`` (the phase's
@@ -106,7 +109,7 @@ def curriculum_dataset(phases, *, batches: int, prompts_per_batch: int, seed: in
         rows = {}
         for source in dict.fromkeys(slots):
             need, start = slots.count(source), taken.get(source, 0)
-            rows[source] = iter(_source_rows(source, start, need, seed, gsm8k_skip))
+            rows[source] = iter(_source_rows(source, start, need, seed, gsm8k_skip, family))
             taken[source] = start + need
         for source in slots:
             question, prompt, answer = next(rows[source])
@@ -121,7 +124,7 @@ def curriculum_dataset(phases, *, batches: int, prompts_per_batch: int, seed: in
     )
 
 
-def _source_rows(source: tuple, start: int, n: int, seed: int, gsm8k_skip: int) -> list[tuple]:
+def _source_rows(source: tuple, start: int, n: int, seed: int, gsm8k_skip: int, family: str) -> list[tuple]:
     """Rows ``start .. start + n`` of a source as ``(question, prompt, answer)``: GSM8K train after the
     cold start's rows (cycling a short split), or course-written *train* problems."""
     from helpers.course_format import make_prompt
@@ -133,5 +136,5 @@ def _source_rows(source: tuple, start: int, n: int, seed: int, gsm8k_skip: int) 
         rows = load_gsm8k("train")
         rows = rows.select([(gsm8k_skip + start + i) % len(rows) for i in range(n)])
         return list(zip(rows["question"], rows["prompt"], rows["answer"]))
-    problems = make_problems(start + n, ops=ops, max_number=max_number, split="train", seed=seed)[start:]
+    problems = make_problems(start + n, ops=ops, max_number=max_number, split="train", seed=seed, family=family)[start:]
     return [(p.question, make_prompt(p.question), p.answer) for p in problems]

@@ -1,8 +1,17 @@
-"""The course's problem sets, each defined once: GRPO's prompts (:func:`grpo_prompts`), the final
-evaluation's test problems (:func:`eval_problem_set`, seed :data:`EVAL_SEED`), the held-out set of the
-training curve (:func:`heldout_problems`, seed :data:`HELDOUT_SEED`), and the development set on which
-recipes are chosen (:func:`dev_problem_set`, seed :data:`DEV_SEED`). All are course-written problems
-(:mod:`helpers.data.problems`); the test draws come from its test split, never trained on.
+"""The course's problem sets, each defined once. Every one is course-written (never GSM8K text) and drawn
+from its own split (:func:`helpers.data.problems.split_of`), so no two share a kind and its numbers:
+
+* GRPO's prompts (:func:`grpo_prompts`) and the cold start's worked problems: the ``train`` split;
+* the development sets, where a recipe is chosen: :func:`dev_problem_set` (in distribution) and
+  :func:`dev_transfer_set` (the transfer family, :mod:`helpers.data.transfer`), split ``dev``;
+* what ``make train`` reports: :func:`eval_problem_set` (in distribution) and
+  :func:`transfer_problem_set`, and the training curve's :func:`heldout_problems`, split ``test``;
+* the sealed set (:mod:`helpers.data.sealed`), split ``sealed``, opened once per reference run.
+
+"In distribution" means the profile's own family of wordings (``profile.problem_family``) at its
+``eval_levels``; the transfer family has wordings no training problem uses, kinds training has and
+kinds it has not (:data:`helpers.data.transfer.IN_TRAINING`), at numbers up to each of
+:data:`TRANSFER_RANGES`.
 """
 
 from __future__ import annotations
@@ -10,9 +19,9 @@ from __future__ import annotations
 from helpers.data.problems import make_problems
 from helpers.training.profiles import Profile
 
-# Course-written test problems: the final evaluation and the held-out curve use their own draws.
-EVAL_SEED, HELDOUT_SEED = 0, 1
-DEV_SEED = 12345  # the development set: where a recipe is chosen, never the reported test problems
+EVAL_SEED, HELDOUT_SEED = 0, 1  # make train's test problems and the training curve's: draws of their own
+DEV_SEED = 12345  # the development sets: where a recipe is chosen, never the reported test problems
+TRANSFER_RANGES = (20, 60)  # the transfer family's number ranges: the training range, and beyond it
 
 
 def grpo_prompts(profile: Profile):
@@ -38,34 +47,72 @@ def grpo_prompts(profile: Profile):
         prompts_per_batch=prompts_per_step(profile),
         seed=profile.seed,
         gsm8k_skip=skip,
+        family=profile.problem_family,
     )
 
 
+def level_problems(levels, n: int, *, split: str, seed: int, family: str = "varied") -> list:
+    """``n`` problems of each ``(ops, max_number)`` level in ``levels``, in that order
+    (:func:`helpers.data.problems.make_problems`), no question twice."""
+    problems = []
+    for ops, top in levels:
+        taken = {p.question for p in problems}
+        problems += make_problems(n, ops=ops, max_number=top, split=split, seed=seed, family=family, exclude=taken)
+    return problems
+
+
 def eval_problem_set(profile: Profile, n: int | None = None, seed: int = EVAL_SEED) -> list:
-    """``n`` (default ``profile.eval_problems``) course-written *test* problems of each difficulty in
-    ``profile.eval_levels``, in that order (:func:`helpers.data.problems.make_problems`; never trained on)."""
+    """``n`` (default ``profile.eval_problems``) *test* problems of the profile's family at each level of
+    ``profile.eval_levels``, in that order (never trained on)."""
     n = profile.eval_problems if n is None else n
     if n < 1:
         return []
-    return [
-        p
-        for ops, top in profile.eval_levels
-        for p in make_problems(n, ops=ops, max_number=top, split="test", seed=seed)
-    ]
+    return level_problems(profile.eval_levels, n, split="test", seed=seed, family=profile.problem_family)
+
+
+def transfer_problems(n: int, *, split: str, seed: int, ranges=TRANSFER_RANGES, exclude=()) -> list:
+    """``n`` transfer-family problems of every kind at each number range of ``ranges``: all kinds at
+    the first range, then all at the next (:func:`helpers.data.transfer.make_transfer_problems`), no
+    question twice and none in ``exclude``."""
+    from helpers.data.transfer import TRANSFER_KINDS, make_transfer_problems
+
+    kinds, problems = tuple(TRANSFER_KINDS), []
+    for top in ranges:
+        taken = set(exclude) | {p.question for p in problems}
+        problems += make_transfer_problems(
+            n * len(kinds), kinds=kinds, max_number=top, split=split, seed=seed, exclude=taken
+        )
+    return problems
+
+
+def transfer_problem_set(profile: Profile, n: int | None = None, seed: int = EVAL_SEED) -> list:
+    """``n`` (default ``profile.transfer_problems``) transfer *test* problems of every kind at each of
+    :data:`TRANSFER_RANGES`; [] when ``n`` is 0."""
+    n = profile.transfer_problems if n is None else n
+    return transfer_problems(n, split="test", seed=seed) if n > 0 else []
 
 
 def heldout_problems(profile: Profile) -> list[dict]:
-    """The held-out set of the training curve: ``profile.heldout_problems`` course-written test problems,
-    split evenly over ``profile.eval_levels`` (their own draw, :data:`HELDOUT_SEED`); [] when off."""
+    """The held-out set of the training curve: ``profile.heldout_problems`` *test* problems of the
+    profile's family, split evenly over ``profile.eval_levels`` (their own draw, :data:`HELDOUT_SEED`);
+    [] when off."""
     if profile.heldout_problems < 1:
         return []
     per_level = max(1, profile.heldout_problems // len(profile.eval_levels))
     return [p.to_dict() for p in eval_problem_set(profile, per_level, HELDOUT_SEED)]
 
 
-def dev_problem_set(n: int = 64, levels=((1, 20), (2, 20)), seed: int = DEV_SEED) -> list:
-    """The development set: ``n`` course-written *test-split* problems of each ``(ops, max_number)`` level
-    in ``levels``, in that order, drawn with :data:`DEV_SEED` (a draw of its own, apart from
-    :func:`eval_problem_set`'s and :func:`heldout_problems`'). Recipes are compared on it
-    (``experiments/grpo_recipe.py``); the reported numbers come from :func:`eval_problem_set`."""
-    return [p for ops, top in levels for p in make_problems(n, ops=ops, max_number=top, split="test", seed=seed)]
+DEV_LEVELS = ((1, 20), (2, 20), (1, 50), (2, 50))
+
+
+def dev_problem_set(n: int = 32, levels=DEV_LEVELS, seed: int = DEV_SEED, family: str = "varied") -> list:
+    """The in-distribution development set: ``n`` *dev*-split problems of each ``(ops, max_number)`` level
+    in ``levels``, in that order. Recipes are compared on it and on :func:`dev_transfer_set`
+    (``experiments/grpo_recipe.py``); the reported numbers come from the test and sealed sets."""
+    return level_problems(levels, n, split="dev", seed=seed, family=family)
+
+
+def dev_transfer_set(n: int = 6, seed: int = DEV_SEED) -> list:
+    """The transfer development set: ``n`` *dev*-split transfer problems of every kind at each of
+    :data:`TRANSFER_RANGES` (apart from the sealed transfer set by split)."""
+    return transfer_problems(n, split="dev", seed=seed)

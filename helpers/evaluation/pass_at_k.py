@@ -24,7 +24,7 @@ def correct_counts(
     extract=None,
 ) -> list[int]:
     """Sample ``n`` completions for each problem (rows ``question``/``answer``: a Dataset or dicts)
-    and count the correct ones (:func:`helpers.grading.is_equivalent` on the extracted answer,
+    and count the correct ones (:func:`helpers.grading.is_correct` on the extracted answer,
     default the ``<answer>`` block). The ``n`` samples of a problem share one prompt pass
     (:func:`helpers.training.fast_rollouts.sample`); ``batch_size`` rows go in one batch (whole problems).
 
@@ -34,7 +34,7 @@ def correct_counts(
     from tqdm.auto import tqdm
 
     from helpers.course_format import make_prompt
-    from helpers.grading import extract_answer, is_equivalent
+    from helpers.grading import extract_answer, is_correct
     from helpers.training.generation import generate
 
     if n < 1 or temperature <= 0:
@@ -58,7 +58,7 @@ def correct_counts(
         )
         for i, row in enumerate(chunk):
             counts.append(
-                sum(bool(is_equivalent(extract(t), row["answer"], warn=False)) for t in texts[i * n : (i + 1) * n])
+                sum(bool(is_correct(extract(t), row["answer"], warn=False)) for t in texts[i * n : (i + 1) * n])
             )
     return counts
 

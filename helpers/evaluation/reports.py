@@ -16,6 +16,7 @@ import json
 import math
 import platform
 import subprocess
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -58,14 +59,44 @@ def paired_tests(first, last) -> dict:
     return {key: mcnemar([r[key] for r in first.records], [r[key] for r in last.records]).as_dict() for key in PAIRED}
 
 
-def tag_levels(result, problems) -> None:
-    """Write each problem's difficulty (:func:`helpers.data.curriculum.level_name`, e.g. ``"1 op up to
-    20"``) into the matching record of ``result`` (an ``EvalResult`` of those problems, in order), as
-    :func:`problems_summary` needs."""
+def tag_problems(result, problems) -> None:
+    """Write each problem's tags into the matching record of ``result`` (an ``EvalResult`` of those
+    problems, in order): ``level`` (:func:`problem_level`, which :func:`problems_summary` groups by),
+    ``ops``, ``kind``, ``template`` and ``family``, which :func:`outcomes_by_kind` can group by."""
+    for record, problem in zip(result.records, problems, strict=True):
+        record.update(
+            level=problem_level(problem),
+            ops=problem.ops,
+            kind=problem.kind,
+            template=problem.template,
+            family=problem.family,
+        )
+
+
+def problem_level(problem) -> str:
+    """A problem's level: ``"1 op up to 20"`` (:func:`helpers.data.curriculum.level_name`), or for the
+    transfer family its number range and whether training has its kind: ``"trained kinds, numbers up to
+    20"``, ``"new kinds, numbers up to 60"``."""
     from helpers.data.curriculum import level_name
 
-    for record, problem in zip(result.records, problems, strict=True):
-        record["level"] = level_name(problem.ops, problem.max_number)
+    if problem.family != "transfer":
+        return level_name(problem.ops, problem.max_number)
+    from helpers.data.transfer import IN_TRAINING
+
+    kinds = "trained kinds" if problem.kind in IN_TRAINING else "new kinds"
+    return f"{kinds}, numbers up to {problem.max_number}"
+
+
+def kind_rows(by_stage: dict) -> list[dict]:
+    """:func:`outcomes_by_kind` of ``{stage: EvalResult}`` on tagged problems (:func:`tag_problems`),
+    between the starting point (cold start, else base) and GRPO."""
+    start = "cold_start" if "cold_start" in by_stage else "base"
+    records = [
+        {"set": "problems", "stage": stage, "index": i, **r}
+        for stage in (start, "grpo")
+        for i, r in enumerate(by_stage[stage].records)
+    ]
+    return outcomes_by_kind(records, first=start)
 
 
 def problems_summary(problems: dict) -> dict:
@@ -93,16 +124,20 @@ def problems_summary(problems: dict) -> dict:
     }
 
 
-def outcomes_by_kind(records, problems, first: str = "cold_start", last: str = "grpo") -> list[dict]:
+def outcomes_by_kind(
+    records, problems=None, first: str = "cold_start", last: str = "grpo", *, set_name: str = "problems"
+) -> list[dict]:
     """Where a gain or a loss came from: per problem kind (``add``, ``sub``, ..., ``add_sub``, ...;
     :data:`helpers.data.problems.KINDS`) how many problems ``first`` and ``last`` got right, how many only
     ``last`` got (gained), only ``first`` got (lost), and McNemar's exact p (:func:`helpers.evaluation.stats.mcnemar`).
 
     Args:
         records: a run's records (``eval_records.jsonl`` or a reference run's ``eval_outcomes.jsonl``):
-            dicts with ``set``, ``stage``, ``index`` and ``correct``; only ``set == "problems"`` counts.
+            dicts with ``set``, ``stage``, ``index`` and ``correct``; only ``set == set_name`` counts.
         problems: the run's test problems in evaluation order (:func:`eval_problem_set` of its profile):
-            record ``index`` i is problem i.
+            record ``index`` i is problem i; None: the records' own ``kind`` and ``ops``
+            (:func:`tag_problems` wrote them).
+        set_name: ``"problems"`` (in distribution) or ``"transfer"``.
 
     Returns:
         one row per kind, in order of first appearance: ``{"ops", "kind", "n", first, last, "gained",
@@ -116,8 +151,10 @@ def outcomes_by_kind(records, problems, first: str = "cold_start", last: str = "
     correct = {}
     for stage in (first, last):
         rows = sorted(
-            (r for r in records if r.get("set") == "problems" and r["stage"] == stage), key=lambda r: r["index"]
+            (r for r in records if r.get("set") == set_name and r["stage"] == stage), key=lambda r: r["index"]
         )
+        if problems is None:
+            problems = [_Tags(r["kind"], r.get("ops", 0)) for r in rows]
         if [r["index"] for r in rows] != list(range(len(problems))):
             raise ValueError(
                 f"stage {stage!r}: {len(rows)} problem records, not one for each of the "
@@ -143,6 +180,12 @@ def outcomes_by_kind(records, problems, first: str = "cold_start", last: str = "
     return table
 
 
+@dataclass(frozen=True)
+class _Tags:
+    kind: str
+    ops: int
+
+
 def pipeline_summary(
     profile: Profile,
     results: dict,
@@ -156,6 +199,7 @@ def pipeline_summary(
     training=None,
     skipped: str | None = None,
     problems: dict | None = None,
+    transfer: dict | None = None,
     prompts: str | None = None,
 ) -> dict:
     """The content of ``summary.json``: provenance (command, commit, date, machine), the profile,
@@ -166,7 +210,9 @@ def pipeline_summary(
     timings (seconds), GRPO's prompts (``prompts``, a description) and its held-out curve, each
     stage's :func:`helpers.evaluation.scoring.extended_summary` on GSM8K (``stages``) and :func:`paired_tests`
     between the starting point and GRPO; on the course-written problems (``problems``: ``{stage: EvalResult}``)
-    the same under ``"problems"``, for all of them and for each level (:func:`problems_summary`).
+    the same under ``"problems"``, for all of them and for each level (:func:`problems_summary`), and
+    on the transfer family (``transfer``) under ``"transfer"``; ``"kinds"`` holds each set's
+    :func:`outcomes_by_kind` between the starting point and GRPO.
     Without ``results`` (evaluation ``skipped``, with the reason) ``stages`` and the tests are empty."""
     from dataclasses import asdict
 
@@ -211,6 +257,10 @@ def pipeline_summary(
         "stages": {stage: extended_summary(result) for stage, result in results.items()},
         "mcnemar_start_vs_grpo": paired_tests(start, results["grpo"]) if start else {},
         "problems": problems_summary(problems) if problems else {},
+        "transfer": problems_summary(transfer) if transfer else {},
+        "kinds": {
+            name: kind_rows(by_stage) for name, by_stage in (("problems", problems), ("transfer", transfer)) if by_stage
+        },
     }
     return json.loads(json.dumps(summary, default=str))  # as summary.json holds it (lists, not tuples)
 
@@ -296,6 +346,10 @@ OUTCOME_KEYS = (
     "stage",
     "index",
     "level",
+    "ops",
+    "kind",
+    "template",
+    "family",
     "correct",
     "correct_format_free",
     "format_strict",

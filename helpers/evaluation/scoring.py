@@ -8,8 +8,8 @@ Three steps, each a public function, so that any of them can be reused or tested
    with a progress bar. ``samples=k > 1`` draws k completions per question and majority-votes their
    answers (self-consistency, :func:`helpers.data.prompting.majority_vote`).
 2. **Score** (:func:`score`): per question, the extracted answer (default
-   :func:`helpers.grading.extract_answer`), whether it is correct
-   (:func:`helpers.grading.is_equivalent`) and whether the completion has the XML format
+   :func:`helpers.grading.extract_answer`), whether it is correct (:func:`helpers.grading.is_correct`:
+   an evaluated number, equivalent to the gold) and whether the completion has the XML format
    (:func:`helpers.rewards.strict_layout` / ``soft_layout``, and the content checks of the rewards).
 3. **Summarize** (:func:`summarize`): accuracy with a Wilson 95 % interval
    (:func:`helpers.evaluation.stats.wilson_interval`), format and answer rates, mean completion tokens,
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from helpers.evaluation.stats import wilson_interval
-from helpers.grading import extract_answer, extract_xml_block, is_equivalent
+from helpers.grading import extract_answer, extract_xml_block, is_correct, is_equivalent
 from helpers.rewards import content_checked, is_placeholder, prompt_texts, soft_layout, strict_layout
 
 # Prompts per generate call with vLLM: its scheduler batches them itself ("put all of your prompts
@@ -72,9 +72,10 @@ def score(
     """Grade completions; returns one record per question (keys: :data:`RECORD_KEYS`).
 
     ``extracted = extract(completion)`` (default :func:`helpers.grading.extract_answer`),
-    ``correct = is_equivalent(extracted, gold)``; ``correct_format_free``: the last number of the
-    completion (:func:`helpers.data.prompting.last_number`) equals the gold, whatever the format (a model
-    that computes right but never writes the answer block scores here and not in ``correct``);
+    ``correct = is_correct(extracted, gold)`` (an evaluated answer: ``8 + 9`` for 17 is not correct);
+    ``correct_format_free``: the last number of the completion (:func:`helpers.data.prompting.last_number`)
+    equals the gold, whatever the format (a model that computes right but never writes the answer
+    block scores here and not in ``correct``);
     ``format_strict`` / ``format_soft``: the XML
     layout (:func:`helpers.rewards.strict_layout` / ``soft_layout``), whatever the blocks hold;
     ``format_valid``: the strict layout with real reasoning and a number as the answer (what
@@ -110,7 +111,7 @@ def score(
                 "gold": golds[i],
                 "completion": text,
                 "extracted": extracted,
-                "correct": bool(is_equivalent(extracted, golds[i])),
+                "correct": bool(is_correct(extracted, golds[i])),
                 "correct_format_free": bool(is_equivalent(last_number(text), golds[i], warn=False)),
                 "format_strict": strict,
                 "format_soft": soft_layout(text),

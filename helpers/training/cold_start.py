@@ -42,7 +42,13 @@ PROBLEMS_SEED = 1000  # the cold start's course-written problems: a draw of thei
 
 
 def build_sft_dataset(
-    n: int, data_dir=None, system_prompt: str = SYSTEM_PROMPT, problems: int = 0, two_op_share: float = 0.5
+    n: int,
+    data_dir=None,
+    system_prompt: str = SYSTEM_PROMPT,
+    problems: int = 0,
+    two_op_share: float = 0.5,
+    family: str = "varied",
+    max_number: int = 20,
 ):
     """The first ``n`` GSM8K *train* rows, and ``problems`` course-written worked problems, as a
     ``datasets.Dataset`` for ``SFTTrainer``.
@@ -51,7 +57,8 @@ def build_sft_dataset(
     assistant message, :func:`format_solution`), ``question``, ``answer`` (the label).
     The GSM8K source is :func:`helpers.data.gsm8k.read_rows` (``GSM8K_DIR``, the hub or the sample). The
     problems (:func:`helpers.data.problems.make_problems`, *train* split, ``floor(problems x two_op_share)``
-    with two operations and the rest with one, their own seed :data:`PROBLEMS_SEED`) are shuffled in
+    with two operations and the rest with one, of ``family``,
+    operands up to ``max_number``, their own seed :data:`PROBLEMS_SEED`) are shuffled in
     among the GSM8K rows (a fixed order).
 
     Raises:
@@ -79,7 +86,7 @@ def build_sft_dataset(
             p
             for ops, k in ((1, problems - two), (2, two))
             if k
-            for p in make_problems(k, ops=ops, split="train", seed=PROBLEMS_SEED)
+            for p in make_problems(k, ops=ops, max_number=max_number, split="train", seed=PROBLEMS_SEED, family=family)
         ]
         pairs += [(p.question, p.solution) for p in written]
         random.Random(0).shuffle(pairs)
@@ -181,7 +188,13 @@ def train_cold_start(
     dataset = (
         dataset
         if dataset is not None
-        else build_sft_dataset(n, problems=profile.cold_start_problems, two_op_share=profile.cold_start_two_op_share)
+        else build_sft_dataset(
+            n,
+            problems=profile.cold_start_problems,
+            two_op_share=profile.cold_start_two_op_share,
+            family=profile.problem_family,
+            max_number=profile.cold_start_max_number,
+        )
     )
     model, tokenizer = load_model(profile, model_path)
     metrics = MetricsCSV(output_dir / COLD_START_METRICS_FILE)

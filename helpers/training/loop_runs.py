@@ -30,11 +30,14 @@ from helpers.training.fast_rollouts import shared_batch_logps
 from helpers.training.models import load_model
 from helpers.training.profiles import CPU
 
+LOOP_FAMILY = "fixed"  # the loop's problems: the family its committed runs (results/scratch-variants) used
+
 
 def heldout_set(n: int) -> list[dict]:
-    """The held-out problems of the pipeline's GRPO curve (:func:`helpers.data.problem_sets.heldout_problems`
-    for the cpu profile with ``n`` of them: course-written test problems, split over its levels)."""
-    return heldout_problems(CPU.replace(heldout_problems=n)) if n > 0 else []
+    """The loop's held-out problems: ``n`` course-written test problems of the :data:`LOOP_FAMILY`, half
+    with one operation and half with two, up to 20 (:func:`helpers.data.problem_sets.heldout_problems`)."""
+    profile = CPU.replace(heldout_problems=n, problem_family=LOOP_FAMILY, eval_levels=((1, 20), (2, 20)))
+    return heldout_problems(profile) if n > 0 else []
 
 
 def heldout_evaluator(tokenizer, problems, max_new_tokens: int):
@@ -54,10 +57,14 @@ def heldout_evaluator(tokenizer, problems, max_new_tokens: int):
 
 
 def train_prompts(config: LoopConfig):
-    """One-operation course-written *train* problems, ``prompts_per_step`` per sampled batch, in order
-    (:func:`helpers.data.curriculum.curriculum_dataset` with one phase)."""
+    """One-operation course-written *train* problems of the :data:`LOOP_FAMILY`, ``prompts_per_step`` per
+    sampled batch, in order (:func:`helpers.data.curriculum.curriculum_dataset` with one phase)."""
     return curriculum_dataset(
-        (Phase(1.0, ((1, 20),)),), batches=config.rollouts, prompts_per_batch=config.prompts_per_step, seed=config.seed
+        (Phase(1.0, ((1, 20),)),),
+        batches=config.rollouts,
+        prompts_per_batch=config.prompts_per_step,
+        seed=config.seed,
+        family=LOOP_FAMILY,
     )
 
 

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers.data.problem_sets import eval_problem_set, grpo_prompts, heldout_problems
+from helpers.data.problem_sets import eval_problem_set, grpo_prompts, heldout_problems, transfer_problem_set
 from helpers.evaluation.reports import (
     RECORDS_FILE,
     STAGE_LABELS,
@@ -34,7 +34,7 @@ from helpers.evaluation.reports import (
     pipeline_summary,
     problems_table,
     stage_table,
-    tag_levels,
+    tag_problems,
 )
 from helpers.training.profiles import Profile
 
@@ -140,7 +140,7 @@ def run_pipeline(
     timings["heldout_s"] = heldout_s
     if not is_main_process():
         return None  # the main process evaluates alone; the other processes end here
-    results, problems, dataset, skipped = {}, {}, None, None
+    results, problems, transfer, dataset, skipped = {}, {}, {}, None, None
     if zero3_launch():
         skipped = (
             f"DeepSpeed ZeRO-3 shards the weights; run `python -m helpers evaluate --adapter "
@@ -150,10 +150,11 @@ def run_pipeline(
     else:
         print(
             f"Stage 3/3 - evaluation, greedy: {profile.eval_problems} course-written test problems of each "
-            f"difficulty {list(profile.eval_levels)}, {profile.eval_questions or 'all'} GSM8K test questions"
+            f"difficulty {list(profile.eval_levels)}, {profile.transfer_problems} transfer problems of each kind "
+            f"and number range, {profile.eval_questions or 'all'} GSM8K test questions"
         )
         t0 = time.perf_counter()
-        (results, problems), dataset = evaluate_stages(
+        evaluated, dataset = evaluate_stages(
             profile,
             run.trainer.model,
             run.trainer.processing_class,
@@ -162,6 +163,7 @@ def run_pipeline(
             model_path=model_path,
         )
         timings["evaluation_s"] = time.perf_counter() - t0
+        results, problems, transfer = (evaluated.get(k, {}) for k in ("gsm8k", "problems", "transfer"))
     timings["total_s"] = time.perf_counter() - started
     summary = pipeline_summary(
         profile,
@@ -175,13 +177,14 @@ def run_pipeline(
         training=run,
         skipped=skipped,
         problems=problems,
+        transfer=transfer,
         prompts=prompts.info.description,
     )
     summary_json = output_dir / SUMMARY_FILE
     summary_json.write_text(json.dumps(summary, indent=2) + "\n")
     records_jsonl = output_dir / RECORDS_FILE
     with open(records_jsonl, "w", encoding="utf-8") as f:
-        for test_set, by_stage in (("gsm8k", results), ("problems", problems)):
+        for test_set, by_stage in (("gsm8k", results), ("problems", problems), ("transfer", transfer)):
             for stage, result in by_stage.items():
                 for i, record in enumerate(result.records):
                     f.write(
@@ -191,8 +194,10 @@ def run_pipeline(
 
 
 def evaluate_stages(profile: Profile, model, tokenizer, adapter_dir, *, has_cold_start: bool, model_path=None):
-    """Evaluate every stage greedily on the course-written test problems (:func:`eval_problem_set`) and
-    the profile's first ``eval_questions`` GSM8K test questions.
+    """Evaluate every stage greedily on the profile's first ``eval_questions`` GSM8K test questions, its
+    course-written test problems in distribution (:func:`eval_problem_set`) and of the transfer family
+    (:func:`transfer_problem_set`). The base model, which never writes the answer format (0 of 256
+    course-written problems in ``results/cpu-curriculum``), is evaluated on GSM8K only.
 
     ``model`` is the trained policy (PEFT, or Unsloth with vLLM): with its adapter off it is the
     starting point (the cold start, or the base model without one), with it on it is GRPO's
@@ -201,8 +206,9 @@ def evaluate_stages(profile: Profile, model, tokenizer, adapter_dir, *, has_cold
     not fit next to the first on a T4).
 
     Returns:
-        ``(({stage: EvalResult} on GSM8K, {stage: EvalResult} on the problems), description of the
-        GSM8K data)``, stages in pipeline order; problem records carry their ``level``.
+        ``({"gsm8k" | "problems" | "transfer": {stage: EvalResult}}, description of the GSM8K data)``,
+        stages in pipeline order, sets without problems left out; problem records carry their tags
+        (:func:`helpers.evaluation.reports.tag_problems`).
     """
     from helpers.data.gsm8k import load_gsm8k
     from helpers.data.problems import problems_dataset
@@ -212,9 +218,10 @@ def evaluate_stages(profile: Profile, model, tokenizer, adapter_dir, *, has_cold
 
     test = load_gsm8k("test")
     sets = {"gsm8k": (test, min(profile.eval_questions or len(test), len(test)))}
-    problems = eval_problem_set(profile)
-    if problems:
-        sets["problems"] = (problems_dataset(problems), len(problems))
+    drawn = {"problems": eval_problem_set(profile), "transfer": transfer_problem_set(profile)}
+    for name, problems in drawn.items():
+        if problems:
+            sets[name] = (problems_dataset(problems), len(problems))
     settings = {**decoding(profile, greedy=True), "batch_size": 32}
     start = "cold_start" if has_cold_start else "base"
     out = {name: {} for name in sets}
@@ -224,8 +231,8 @@ def evaluate_stages(profile: Profile, model, tokenizer, adapter_dir, *, has_cold
     elif has_cold_start:
         print("Base model not evaluated: with vLLM only the trained policy's engine fits in memory.")
     for name, (data, n) in sets.items():
-        label = "" if name == "gsm8k" else " (problems)"
-        if base_model is not None:
+        label = "" if name == "gsm8k" else f" ({name})"
+        if base_model is not None and name == "gsm8k":
             out[name]["base"] = evaluate(
                 base_model, base_tokenizer, data, n=n, desc=STAGE_LABELS["base"] + label, **settings
             )
@@ -239,6 +246,7 @@ def evaluate_stages(profile: Profile, model, tokenizer, adapter_dir, *, has_cold
             labels=(STAGE_LABELS[start] + label, STAGE_LABELS["grpo"] + label),
         )
     del base_model
-    for result in out.get("problems", {}).values():
-        tag_levels(result, problems)
-    return (out["gsm8k"], out.get("problems", {})), test.info.description
+    for name, problems in drawn.items():
+        for result in out.get(name, {}).values():
+            tag_problems(result, problems)
+    return out, test.info.description

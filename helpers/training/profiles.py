@@ -121,6 +121,7 @@ class Profile:
     cold_start_examples: int = 0  # 0: no cold start, GRPO starts from the model itself
     cold_start_problems: int = 0  # course-written worked problems added to its GSM8K solutions
     cold_start_two_op_share: float = 0.5  # ... this share of them with two operations, the rest with one
+    cold_start_max_number: int = 20  # ... with operands of + and - up to this
     cold_start_learning_rate: float = 3e-4
     cold_start_epochs: int = 1
     cold_start_batch_size: int = 8
@@ -130,6 +131,11 @@ class Profile:
     # eval_levels ((ops, max_number) pairs), greedy; 0: none.
     eval_problems: int = 0
     eval_levels: tuple = ((1, 20), (2, 20))
+    # ... and transfer_problems problems of the transfer family (helpers.data.transfer) of every kind at each
+    # number range of helpers.data.problem_sets.TRANSFER_RANGES, greedy; 0: none.
+    transfer_problems: int = 0
+    # Course-written problems' family of wordings (helpers.data.problems.FAMILIES): "varied" or "fixed".
+    problem_family: str = "varied"
     # GRPO prompts: a curriculum (helpers.data.curriculum.Phase tuple, read in order); empty: GSM8K train
     # questions after the cold start's, shuffled.
     curriculum: tuple = ()
@@ -213,7 +219,9 @@ CPU = Profile(
     cold_start_two_op_share=2 / 3,
     cold_start_batch_size=2,
     eval_questions=32,
-    eval_problems=128,
+    eval_problems=64,
+    eval_levels=((1, 20), (2, 20), (1, 50), (2, 50)),
+    transfer_problems=8,
     curriculum=(Phase(1.0, ((1, 20), (2, 20))),),
     heldout_problems=32,
     heldout_every=4,
@@ -280,6 +288,7 @@ def shortened(profile: Profile) -> Profile:
         max_completion_length=32,
         eval_questions=4,
         eval_problems=min(profile.eval_problems, 2),
+        transfer_problems=min(profile.transfer_problems, 1),
         heldout_problems=min(profile.heldout_problems, 4),
         heldout_every=1,
     )
@@ -304,6 +313,7 @@ def format_recipe(profile: Profile) -> Profile:
         beta=0.04,
         scale_rewards="group",
         eval_problems=0,
+        transfer_problems=0,
         curriculum=(),
         heldout_problems=0,
     )
