@@ -61,10 +61,15 @@ def _train(args) -> int:
         return 0
     print(f"\nProfile: {profile.name} ({profile.description})")
     if run.summary["stages"]:
+        for name, title in (
+            ("problems", "Course-written test problems, in distribution (greedy)"),
+            ("transfer", "Transfer problems: wordings no training problem uses (greedy)"),
+        ):
+            if run.summary.get(name):
+                print(f"{title}:\n{run.problems_table(name).to_string()}")
+                print(f"\nper kind:\n{run.kinds_table(name).to_string(index=False)}\n")
         if run.summary.get("problems"):
-            print("Held-out course-written test problems (greedy):")
-            print(run.problems_table().to_string())
-            print("\nGSM8K test (greedy):")
+            print("GSM8K test (greedy):")
         print(run.table().to_string())
     else:
         print(f"Evaluation skipped: {run.summary['evaluation']['skipped']}")

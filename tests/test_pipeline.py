@@ -84,32 +84,48 @@ def test_summary_has_provenance_stages_and_paired_tests(smoke_run):
     assert set(s["mcnemar_start_vs_grpo"]) == set(PAIRED)
     assert set(s["timings_s"]) == {"cold_start_s", "grpo_s", "grpo_per_step_s", "heldout_s", "evaluation_s", "total_s"}
     problems = s["problems"]
-    assert problems["levels"] == ["1 op up to 20", "2 ops up to 20"]
-    assert list(problems["stages"]) == ["base", "cold_start", "grpo"]
+    levels = ["1 op up to 20", "2 ops up to 20", "1 op up to 50", "2 ops up to 50"]
+    assert problems["levels"] == levels
+    assert list(problems["stages"]) == ["cold_start", "grpo"]  # the base model: GSM8K only
     for stage in problems["stages"].values():
-        assert [stage[k]["n"] for k in ("all", "1 op up to 20", "2 ops up to 20")] == [4, 2, 2]
+        assert [stage[k]["n"] for k in ("all", *levels)] == [8, 2, 2, 2, 2]
         assert stage["all"]["accuracy_format_free"] is not None
     assert set(problems["mcnemar_start_vs_grpo"]["all"]) == set(PAIRED)
+    transfer = s["transfer"]
+    assert transfer["levels"] == [
+        "trained kinds, numbers up to 20",
+        "new kinds, numbers up to 20",
+        "trained kinds, numbers up to 60",
+        "new kinds, numbers up to 60",
+    ]
+    assert transfer["stages"]["grpo"]["all"]["n"] == 24  # 12 kinds x 2 ranges x 1
+    kinds = {row["kind"]: row for row in s["kinds"]["transfer"]}
+    assert len(kinds) == 12 and all(row["n"] == 2 for row in kinds.values())
+    assert sum(row["n"] for row in s["kinds"]["problems"]) == 8
 
 
 def test_records_pair_the_same_questions_across_stages(smoke_run):
     rows = [json.loads(line) for line in open(smoke_run.output_dir / RECORDS_FILE)]
+    sizes = {"gsm8k": 4, "problems": 8, "transfer": 24}
     assert [(r["set"], r["stage"]) for r in rows] == [
         (test_set, stage)
-        for test_set in ("gsm8k", "problems")
-        for stage in ("base", "cold_start", "grpo")
-        for _ in range(4)
+        for test_set in ("gsm8k", "problems", "transfer")
+        for stage in (("base",) if test_set == "gsm8k" else ()) + ("cold_start", "grpo")
+        for _ in range(sizes[test_set])
     ]
-    for test_set in ("gsm8k", "problems"):
+    for test_set in sizes:
         questions = {
             stage: [r["question"] for r in rows if r["stage"] == stage and r["set"] == test_set]
-            for stage in ("base", "grpo")
+            for stage in ("cold_start", "grpo")
         }
-        assert questions["base"] == questions["grpo"]
+        assert questions["cold_start"] == questions["grpo"]
     assert all({"format_valid", "placeholder", "correct", "correct_format_free", "tokens"} <= set(r) for r in rows)
-    assert [r["level"] for r in rows if r["set"] == "problems" and r["stage"] == "grpo"] == ["1 op up to 20"] * 2 + [
-        "2 ops up to 20"
-    ] * 2
+    problem_rows = [r for r in rows if r["set"] == "problems" and r["stage"] == "grpo"]
+    assert [r["level"] for r in problem_rows] == [
+        lv for lv in ("1 op up to 20", "2 ops up to 20", "1 op up to 50", "2 ops up to 50") for _ in range(2)
+    ]
+    assert all(r["family"] == "varied" and r["template"].startswith(r["kind"]) for r in problem_rows)
+    assert {r["family"] for r in rows if r["set"] == "transfer"} == {"transfer"}
 
 
 def test_problems_table_counts_agree_with_the_records(smoke_run):
@@ -117,7 +133,7 @@ def test_problems_table_counts_agree_with_the_records(smoke_run):
     rows = [json.loads(line) for line in open(smoke_run.output_dir / RECORDS_FILE)]
     for stage, label in (("cold_start", "cold start"), ("grpo", "cold start + GRPO")):
         mine = [r for r in rows if r["set"] == "problems" and r["stage"] == stage]
-        assert table.loc["accuracy, all", label] == f"{sum(r['correct'] for r in mine)}/4"
+        assert table.loc["accuracy, all", label] == f"{sum(r['correct'] for r in mine)}/8"
         two = [r for r in mine if r["level"] == "2 ops up to 20"]
         assert (
             table.loc["format-free accuracy, 2 ops up to 20", label]
@@ -158,8 +174,11 @@ def test_make_train_command_at_smoke_size_on_smollm2(smollm2_dir, tmp_path, caps
         "valid format: real reasoning + number",
         "placeholder / template copy",
         "mean completion tokens",
-        "Held-out course-written test problems",
+        "Course-written test problems, in distribution",
         "format-free accuracy, 2 ops up to 20",
+        "Transfer problems: wordings no training problem uses",
+        "format-free accuracy, new kinds, numbers up to 60",
+        "per kind:",
     ):
         assert row in out
     summary = json.loads((tmp_path / SUMMARY_FILE).read_text())

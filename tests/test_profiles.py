@@ -89,7 +89,9 @@ def test_cpu_profile_is_the_measured_learning_run():
     assert (cpu.num_generations, cpu.per_device_train_batch_size, cpu.max_completion_length) == (8, 128, 100)
     assert (cpu.max_steps, cpu.learning_rate, cpu.temperature) == (12, 3e-4, 0.6)
     assert (cpu.beta, cpu.scale_rewards, cpu.loss_type) == (0.0, "group", "grpo")
-    assert (cpu.eval_questions, cpu.eval_problems, cpu.heldout_problems) == (32, 128, 32)
+    assert (cpu.eval_questions, cpu.eval_problems, cpu.heldout_problems) == (32, 64, 32)
+    assert cpu.eval_levels == ((1, 20), (2, 20), (1, 50), (2, 50)) and cpu.transfer_problems == 8
+    assert (cpu.problem_family, cpu.cold_start_max_number) == ("varied", 20)
     assert cpu.fast_rollouts and cpu.curriculum == (Phase(1.0, ((1, 20), (2, 20))),)
     assert PROFILES["t4"].cold_start_examples == 0 and not PROFILES["t4"].curriculum
 

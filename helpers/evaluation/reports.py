@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from helpers.loop import VARIANTS
-from helpers.training.profiles import Profile
+from helpers.training.profiles import CPU, Profile
 
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"  # the committed reference runs
 
@@ -85,6 +85,22 @@ def problem_level(problem) -> str:
 
     kinds = "trained kinds" if problem.kind in IN_TRAINING else "new kinds"
     return f"{kinds}, numbers up to {problem.max_number}"
+
+
+def run_problems(summary: dict, set_name: str = "problems") -> list:
+    """The course-written problems a run was evaluated on, in evaluation order, drawn again from its
+    ``summary.json`` (``summary["profile"]``): ``"problems"`` (in distribution) or ``"transfer"``. A
+    summary without ``problem_family`` was made with the ``"fixed"`` family, the only one then."""
+    from helpers.data.problem_sets import eval_problem_set, transfer_problem_set
+
+    settings = summary["profile"]
+    profile = CPU.replace(
+        problem_family=settings.get("problem_family", "fixed"),
+        eval_levels=tuple(tuple(level) for level in settings["eval_levels"]),
+        eval_problems=settings["eval_problems"],
+        transfer_problems=settings.get("transfer_problems", 0),
+    )
+    return eval_problem_set(profile) if set_name == "problems" else transfer_problem_set(profile)
 
 
 def kind_rows(by_stage: dict) -> list[dict]:

@@ -53,9 +53,18 @@ class PipelineRun:
         """The GSM8K stage table (:func:`stage_table`) of this run."""
         return stage_table(self.summary["stages"], self.summary["mcnemar_start_vs_grpo"])
 
-    def problems_table(self):
-        """The course-written problems' table (:func:`problems_table`), or None without them."""
-        return problems_table(self.summary["problems"]) if self.summary.get("problems") else None
+    def problems_table(self, set_name: str = "problems"):
+        """The table (:func:`problems_table`) of the course-written problems in distribution
+        (``"problems"``) or of the transfer family (``"transfer"``), or None without them."""
+        return problems_table(self.summary[set_name]) if self.summary.get(set_name) else None
+
+    def kinds_table(self, set_name: str = "problems"):
+        """Per kind (:func:`helpers.evaluation.reports.outcomes_by_kind`): right before and after
+        GRPO, gained, lost, McNemar's p; a ``DataFrame``, or None without the set."""
+        import pandas as pd
+
+        rows = self.summary.get("kinds", {}).get(set_name)
+        return pd.DataFrame(rows).round({"p": 3}) if rows else None
 
 
 def run_pipeline(

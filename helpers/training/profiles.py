@@ -10,10 +10,14 @@
   (SFT on 40 formatted GSM8K train solutions and 120 course-written worked problems, 40 with one
   operation and 80 with two, batch 2, lr 3e-4). Then 12 GRPO steps of 16 prompts x 8 completions
   x 100 tokens at T = 0.6 and lr 3e-4, beta = 0 and advantages divided by the group's std, on
-  one- and two-operation problems mixed in every batch (:mod:`helpers.data.curriculum`); held-out
-  accuracy on 32 test problems every 4 steps; a greedy evaluation on 128 + 128 test problems and 32
-  GSM8K test questions. The values were chosen on a separate development set
-  (:func:`helpers.data.problem_sets.dev_problem_set`; the search is in ``docs/LOG.md``).
+  one- and two-operation problems with numbers up to 20 mixed in every batch
+  (:mod:`helpers.data.curriculum`), all of the varied family (:mod:`helpers.data.templates_varied`);
+  held-out accuracy on 32 test problems every 4 steps; a greedy evaluation on 64 test problems at
+  each of four levels (one or two operations, numbers up to 20 or 50), 8 transfer problems of each
+  of 12 kinds at numbers up to 20 and up to 60 (:mod:`helpers.data.transfer`) and 32 GSM8K test
+  questions. The values were chosen on a separate development set
+  (:func:`helpers.data.problem_sets.dev_problem_set`, :func:`~helpers.data.problem_sets.dev_transfer_set`;
+  the search is in ``docs/LOG.md``).
   :func:`format_recipe` is the first CPU recipe, which taught the format only.
 
 The GRPO objective is set here explicitly instead of left to TRL's defaults (TRL 0.22 defaults
