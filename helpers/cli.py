@@ -162,15 +162,12 @@ def _sealed(args) -> int:
     from helpers.training.profiles import get_profile
 
     profile = get_profile(args.profile)
-    from helpers.evaluation.sealed_eval import SEALED_SUMMARY_FILE, open_sealed
+    from helpers.evaluation.sealed_eval import SEALED_SUMMARY_FILE, open_sealed, sealed_rows
 
-    summary = open_sealed(args.run_dir, args.dest, profile)
-    for name, part in summary["parts"].items():
-        start, grpo = part["stages"]["cold_start"]["all"], part["stages"]["grpo"]["all"]
-        test = part["mcnemar_start_vs_grpo"]["all"]["correct"]
+    for row in sealed_rows(open_sealed(args.run_dir, args.dest, profile)):
         print(
-            f"sealed {name}: {round(start['accuracy'] * start['n'])} -> {round(grpo['accuracy'] * grpo['n'])} "
-            f"of {start['n']} (McNemar p = {test['p_value']:.2g})"
+            f"sealed {row['part']}: {row['cold_start']} -> {row['grpo']} of {row['n']} "
+            f"(McNemar p = {row['p']:.2g}: {row['gained']} gained, {row['lost']} lost)"
         )
     print(f"Written: {Path(args.dest) / SEALED_SUMMARY_FILE}")
     return 0

@@ -247,3 +247,32 @@ def test_outcomes_by_kind_counts_gains_losses_and_p_per_kind():
     ]  # right count, wrong problems
     with pytest.raises(ValueError, match="stage 'grpo'"):
         outcomes_by_kind(shifted, problems)
+
+
+def test_the_sealed_set_opens_once_on_a_finished_run(smoke_run, tmp_path, monkeypatch):
+    import helpers.data.sealed as sealed
+    from helpers.evaluation.sealed_eval import (
+        SEALED_OUTCOMES_FILE,
+        SEALED_SUMMARY_FILE,
+        AlreadyOpened,
+        open_sealed,
+        sealed_rows,
+    )
+
+    few = {name: problems[:3] for name, problems in sealed.sealed_problems().items()}  # the real draw, cut short
+    monkeypatch.setattr(sealed, "sealed_problems", lambda: few)
+    summary = open_sealed(smoke_run.output_dir, tmp_path, shortened(PROFILES["cpu"]))
+    assert json.loads((tmp_path / SEALED_SUMMARY_FILE).read_text()) == json.loads(json.dumps(summary, default=str))
+    outcomes = [json.loads(line) for line in open(tmp_path / SEALED_OUTCOMES_FILE)]
+    assert len(outcomes) == 2 * 2 * 3  # two parts x two stages x three problems
+    assert all("question" not in o and "completion" not in o for o in outcomes)
+    for row in sealed_rows(summary):
+        right = {
+            stage: sum(o["correct"] for o in outcomes if o["set"] == row["part"] and o["stage"] == stage)
+            for stage in ("cold_start", "grpo")
+        }
+        assert (row["n"], row["cold_start"], row["grpo"]) == (3, right["cold_start"], right["grpo"])
+    kinds = list(dict.fromkeys(p.kind for p in few["transfer"]))
+    assert [k["kind"] for k in summary["parts"]["transfer"]["kinds"]] == kinds
+    with pytest.raises(AlreadyOpened):
+        open_sealed(smoke_run.output_dir, tmp_path, shortened(PROFILES["cpu"]))

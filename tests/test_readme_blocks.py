@@ -1,18 +1,27 @@
-"""tools/readme_blocks.py: the README's generated tables equal what their results files print."""
+"""tools/readme_blocks.py: the READMEs' generated numbers and tables equal what their results files print."""
 
 import importlib.util
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("readme_blocks", ROOT / "tools" / "readme_blocks.py")
 blocks = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(blocks)
 
+EXPECTED = {
+    blocks.README: ("make-train-time", "make-train", "make-train-reading", "seeds-pooled"),
+    blocks.RESULTS_README: ("results-make-train-time", "results-make-train", "seeds", "sealed"),
+}
 
-def test_the_readme_blocks_match_their_results_files():
-    text = blocks.README.read_text()
-    assert "<!-- block:make-train -->" in text
-    assert blocks.render(text) == text, "README drifted from results/: run python tools/readme_blocks.py"
+
+@pytest.mark.parametrize("path", blocks.FILES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_the_readme_blocks_match_their_results_files(path):
+    text = path.read_text()
+    for name in EXPECTED[path]:
+        assert f"<!-- block:{name} -->" in text
+    assert blocks.render(text) == text, f"{path} drifted from results/: run python tools/readme_blocks.py"
 
 
 def test_a_block_is_rewritten_from_its_source():
@@ -22,3 +31,18 @@ def test_a_block_is_rewritten_from_its_source():
         assert blocks.render(stale) == "x\n<!-- block:demo -->\n| a |\n|---|\n<!-- /block:demo -->\ny"
     finally:
         del blocks.BLOCKS["demo"]
+
+
+def test_a_time_report_gives_its_wall_clock_and_peak_memory(tmp_path):
+    report = tmp_path / "time.txt"
+    report.write_text(
+        'progress bars\n\tCommand being timed: "make train"\n'
+        "\tElapsed (wall clock) time (h:mm:ss or m:ss): 17:54.53\n"
+        "\tMaximum resident set size (kbytes): 13360716\n"
+    )
+    measured = blocks.time_file(report)
+    assert measured["wall"] == "17:54.53"
+    assert measured["peak_gib"] == pytest.approx(12.742, abs=1e-3)  # 13,360,716 KiB / 1024**2
+    report.write_text("no report here\n")
+    with pytest.raises(ValueError, match="not a /usr/bin/time -v report"):
+        blocks.time_file(report)

@@ -5,6 +5,7 @@
   :func:`load_summary` to read one back, e.g. a committed reference run under :data:`RESULTS_DIR`.
 * Tables of strings: :func:`stage_table` (GSM8K), :func:`problems_table` (course-written problems by
   difficulty level), :func:`outcomes_by_kind` (per problem kind: gained, lost, p).
+* :func:`gain_reading`: GRPO's gain in a run, in distribution and in transfer, in sentences.
 * :func:`save_reference`: a finished run's light files, outcomes without any text, for ``results/``.
 * The runs of the from-scratch loop's variants: :func:`read_variant_runs`, :func:`variant_table`.
 * Provenance shared by every run: :func:`git_commit`, :func:`cpu_count`.
@@ -335,6 +336,43 @@ def problems_table(problems: dict):
         _p_cell(paired[row]) if row in paired else "" for row in frame.index
     ]
     return frame
+
+
+def gain_reading(summary: dict, alpha: float = 0.05) -> str:
+    """What a run's GRPO changed, in sentences printed from its ``summary.json``: cold start -> cold
+    start + GRPO with McNemar's p on the course-written test problems (``problems``) and, when the run
+    has them, the transfer problems (``transfer``); the kinds whose right answers changed with
+    p < ``alpha`` (``summary["kinds"]``); GSM8K for every stage."""
+    lines = []
+    for name, label in (("problems", "In distribution"), ("transfer", "On the transfer problems")):
+        if name not in summary:
+            continue
+        test = summary[name]["mcnemar_start_vs_grpo"]["all"]["correct"]
+        stages = summary[name]["stages"]
+        cold, grpo = (round(stages[k]["all"]["accuracy"] * test["n"]) for k in ("cold_start", "grpo"))
+        lines.append(
+            f"{label} GRPO went {cold} -> {grpo} of {test['n']} (McNemar p = {test['p_value']:.2g}: "
+            f"{test['lora_only']} gained, {test['base_only']} lost)."
+        )
+    moved = [
+        f"`{k['kind']}` ({name}) {k['cold_start']} -> {k['grpo']} of {k['n']}, p = {k['p']:.2g}"
+        for name, kinds in summary.get("kinds", {}).items()
+        for k in kinds
+        if k["p"] < alpha
+    ]
+    if "kinds" in summary:
+        lines.append(
+            f"Kinds that changed with p < {alpha}: " + "; ".join(moved) + "."
+            if moved
+            else f"No kind changed with p < {alpha}, in distribution or in transfer."
+        )
+    labels = [k for k in ("base", "cold_start", "grpo") if k in summary["stages"]]
+    lines.append(
+        "GSM8K: "
+        + ", ".join(f"{STAGE_LABELS[k]} {summary['stages'][k]['correct']}" for k in labels)
+        + f" of {summary['stages']['grpo']['n']}."
+    )
+    return " ".join(lines)
 
 
 def _p_cell(test: dict) -> str:

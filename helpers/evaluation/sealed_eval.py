@@ -3,7 +3,8 @@
 :func:`open_sealed` evaluates the run's cold start (adapter off) and cold start + GRPO greedily on both
 parts of the sealed set, as the pipeline evaluates its test sets, and writes into a ``results/``
 folder ``sealed_summary.json`` (per part: :func:`helpers.evaluation.reports.problems_summary` and
-per-kind outcomes) and ``sealed_outcomes.jsonl`` (per-problem outcomes, no text). It refuses a folder
+per-kind outcomes) and ``sealed_outcomes.jsonl`` (per-problem outcomes, no text); :func:`sealed_rows`
+reads the summary back as one row per part. It refuses a folder
 that already holds a sealed summary: a run's sealed numbers are measured once, and a recipe chosen
 after reading them would no longer be judged on unseen problems.
 """
@@ -83,3 +84,24 @@ def open_sealed(run_dir, dest, profile) -> dict:
     (dest / SEALED_OUTCOMES_FILE).write_text("\n".join(lines) + "\n")
     (dest / SEALED_SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=str) + "\n")
     return summary
+
+
+def sealed_rows(summary: dict) -> list[dict]:
+    """One row per part of a sealed summary (:func:`open_sealed`), counts of problems:
+    ``{"part", "n", "cold_start", "grpo", "gained", "lost", "p"}``, ``p`` McNemar's exact p between
+    the cold start and cold start + GRPO (:func:`helpers.evaluation.stats.mcnemar`)."""
+    rows = []
+    for name, part in summary["parts"].items():
+        stages, test = part["stages"], part["mcnemar_start_vs_grpo"]["all"]["correct"]
+        rows.append(
+            {
+                "part": name,
+                "n": test["n"],
+                "cold_start": round(stages["cold_start"]["all"]["accuracy"] * test["n"]),
+                "grpo": round(stages["grpo"]["all"]["accuracy"] * test["n"]),
+                "gained": test["lora_only"],
+                "lost": test["base_only"],
+                "p": test["p_value"],
+            }
+        )
+    return rows

@@ -1,0 +1,171 @@
+"""One recipe over several seeds: a row per run and the gain pooled over the seeds.
+
+A single run's McNemar test says whether *that* run's GRPO changed what it gets right; whether the
+recipe helps is a question about runs, so the unit here is the seed. :func:`seed_row` reads one run
+(``summary.json`` + ``metrics.csv``), :func:`pooled_gain` averages the per-seed gain with a Student-t
+interval over seeds (:func:`pooled_sentence` says it in a sentence), and :func:`seeds_table` puts the
+rows side by side.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+from helpers.evaluation.reports import METRICS_FILE, load_summary
+
+# Two-sided 95 % quantiles t_{0.975, df} of Student's t distribution, df = 1 .. 10 (NIST/SEMATECH
+# e-Handbook of Statistical Methods, section 1.3.6.7.2, "Critical values of the Student's t distribution").
+T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
+
+
+SETS = {"problems": "in distribution", "transfer": "transfer"}
+
+
+def _mean(values):
+    return sum(values) / len(values)
+
+
+def _metrics(run_dir: Path) -> list[dict]:
+    with open(run_dir / METRICS_FILE, encoding="utf-8") as f:
+        return [row for row in csv.DictReader(f) if row.get("reward")]
+
+
+def seed_row(run_dir, alpha: float = 0.05) -> dict:
+    """One GRPO run on one seed, as numbers to compare across seeds.
+
+    Args:
+        run_dir: a finished run (``outputs/<run>`` or ``results/<run>``) with ``summary.json`` and
+            ``metrics.csv`` (one row per GRPO step).
+        alpha: the level below which a kind's McNemar p counts as a significant loss.
+
+    Returns:
+        ``{"run", "seed", <set>: {"n", "cold_start", "grpo", "gained", "lost", "p"}, "kinds_lost": [...],
+        "heldout": [accuracy per held-out evaluation], "flat_groups": mean frac_reward_zero_std,
+        "reward_first", "reward_last"}`` for each set of :data:`SETS` the summary has; counts are
+        problems, ``kinds_lost`` the ``"<set>/<kind>"`` whose right answers fell with p < ``alpha``.
+
+    Raises:
+        FileNotFoundError: no ``summary.json`` or ``metrics.csv``.
+        ValueError: ``metrics.csv`` has no GRPO step.
+    """
+    run_dir = Path(run_dir)
+    summary = load_summary(run_dir)
+    if not (run_dir / METRICS_FILE).exists():
+        raise FileNotFoundError(f"{run_dir / METRICS_FILE} not found: is {run_dir} a finished GRPO run?")
+    steps = _metrics(run_dir)
+    if not steps:
+        raise ValueError(f"{run_dir / METRICS_FILE} has no GRPO step (no row with a reward)")
+    row = {"run": run_dir.name, "seed": summary["profile"]["seed"]}
+    for name in SETS:
+        if name not in summary:
+            continue
+        test = summary[name]["mcnemar_start_vs_grpo"]["all"]["correct"]
+        stages = summary[name]["stages"]
+        row[name] = {
+            "n": test["n"],
+            "cold_start": round(stages["cold_start"]["all"]["accuracy"] * test["n"]),
+            "grpo": round(stages["grpo"]["all"]["accuracy"] * test["n"]),
+            "gained": test["lora_only"],
+            "lost": test["base_only"],
+            "p": test["p_value"],
+        }
+    row["kinds_lost"] = [
+        f"{name}/{k['kind']}"
+        for name, kinds in summary.get("kinds", {}).items()
+        for k in kinds
+        if k["lost"] > k["gained"] and k["p"] < alpha
+    ]
+    row["heldout"] = [h["heldout/accuracy"] for h in summary.get("heldout", [])]
+    row["flat_groups"] = _mean([float(s["frac_reward_zero_std"]) for s in steps])
+    row["reward_first"], row["reward_last"] = float(steps[0]["reward"]), float(steps[-1]["reward"])
+    return row
+
+
+def t_interval(values) -> tuple[float, float, float]:
+    """Mean of ``values`` and its two-sided 95 % Student-t interval, ``(mean, low, high)``:
+    mean +- t_{0.975, n-1} * s / sqrt(n), s the sample standard deviation (n - 1 in the denominator).
+
+    Raises:
+        ValueError: fewer than 2 values, or more than 11 (:data:`T_975` holds df 1 to 10).
+    """
+    values = [float(v) for v in values]
+    if not 2 <= len(values) <= len(T_975) + 1:
+        raise ValueError(f"need 2 to {len(T_975) + 1} values for a t interval, got {len(values)}")
+    mean = _mean(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    half = T_975[len(values) - 1] * sd / math.sqrt(len(values))
+    return mean, mean - half, mean + half
+
+
+def pooled_gain(rows: list[dict], set_name: str = "problems") -> dict:
+    """The gain in right answers (GRPO minus cold start, in problems) pooled over seeds.
+
+    Args:
+        rows: :func:`seed_row` of each seed's run; each must hold ``set_name``.
+        set_name: a key of :data:`SETS`.
+
+    Returns:
+        ``{"seeds", "n", "gains": [per seed], "mean", "low", "high", "gained_runs", "significant_runs"}``:
+        ``low``/``high`` the 95 % t interval of the mean gain (:func:`t_interval`), ``gained_runs`` the
+        seeds whose gain is above 0, ``significant_runs`` those with McNemar p < 0.01 and a gain.
+
+    Raises:
+        ValueError: a row lacks ``set_name``, the rows' problem counts differ, or too few or many rows.
+    """
+    missing = [r["run"] for r in rows if set_name not in r]
+    if missing:
+        raise ValueError(f"runs {missing} have no {set_name!r} evaluation")
+    counts = {r[set_name]["n"] for r in rows}
+    if len(counts) != 1:
+        raise ValueError(f"the runs evaluated different numbers of {set_name!r} problems: {sorted(counts)}")
+    gains = [r[set_name]["grpo"] - r[set_name]["cold_start"] for r in rows]
+    mean, low, high = t_interval(gains)
+    return {
+        "seeds": [r["seed"] for r in rows],
+        "n": counts.pop(),
+        "gains": gains,
+        "mean": mean,
+        "low": low,
+        "high": high,
+        "gained_runs": sum(g > 0 for g in gains),
+        "significant_runs": sum(g > 0 and r[set_name]["p"] < 0.01 for g, r in zip(gains, rows)),
+    }
+
+
+def pooled_sentence(rows: list[dict], set_name: str = "problems") -> str:
+    """:func:`pooled_gain` of ``rows`` on ``set_name`` in one sentence, e.g. ``"in distribution: mean gain
+    +3.2 of 256 over 5 seeds (seeds 3407, 1, 2, 3, 4), 95 % t interval [-1.0, +7.4]; 4 of 5 seeds
+    gained, 0 with p < 0.01."``
+
+    Raises:
+        ValueError: as :func:`pooled_gain`."""
+    g = pooled_gain(rows, set_name)
+    return (
+        f"{SETS[set_name]}: mean gain {g['mean']:+.1f} of {g['n']} over {len(rows)} seeds (seeds "
+        f"{', '.join(map(str, g['seeds']))}), 95 % t interval [{g['low']:+.1f}, {g['high']:+.1f}]; "
+        f"{g['gained_runs']} of {len(rows)} seeds gained, {g['significant_runs']} with p < 0.01."
+    )
+
+
+def seeds_table(rows: list[dict]):
+    """The rows of :func:`seed_row` as a ``DataFrame`` of strings, one row per seed: for each set
+    cold start -> GRPO of n, McNemar p (gained, lost); the held-out accuracies; mean share of flat
+    groups; reward at the first and last step; kinds lost with p < 0.05."""
+    import pandas as pd
+
+    table = {}
+    for r in rows:
+        cells = {}
+        for name, label in SETS.items():
+            if name in r:
+                s = r[name]
+                cells[label] = f"{s['cold_start']} -> {s['grpo']} of {s['n']}"
+                cells[f"{label}: p (gained, lost)"] = f"{s['p']:.2g} ({s['gained']}, {s['lost']})"
+        cells["held-out accuracy by step"] = " ".join(f"{a:.2f}" for a in r["heldout"])
+        cells["flat groups"] = f"{r['flat_groups']:.2f}"
+        cells["reward first -> last step"] = f"{r['reward_first']:.2f} -> {r['reward_last']:.2f}"
+        cells["kinds lost (p < 0.05)"] = ", ".join(r["kinds_lost"]) or "none"
+        table[f"seed {r['seed']}"] = cells
+    return pd.DataFrame.from_dict(table, orient="index")
