@@ -1,4 +1,4 @@
-"""helpers.training.callbacks: held-out accuracy during training, written beside the reward."""
+"""helpers.training.callbacks: held-out accuracy during training, written beside the reward; the group log."""
 
 import csv
 from types import SimpleNamespace
@@ -101,3 +101,32 @@ def test_an_evaluation_leaves_the_rollouts_random_stream_where_it_was(monkeypatc
     torch.manual_seed(3407)
     HeldoutAccuracy(ROWS, tokenizer=None, every=1).evaluate(FakeModel())
     assert torch.equal(torch.rand(3), expected)
+
+
+def test_group_log_writes_each_generated_batch_once_and_finds_each_prompts_row(tmp_path):
+    import json
+    from collections import deque
+
+    from datasets import Dataset
+
+    from helpers.training.callbacks import GroupLog
+
+    data = Dataset.from_dict({"question": ["Ann has 3 pens.", "Bo has 5 cups."], "kind": ["add", "sub"]})
+    logs = {"prompt": deque(), "completion": deque(), "rewards": {"r": deque()}, "advantages": deque()}
+    log = GroupLog(tmp_path / "groups.jsonl", SimpleNamespace(_logs=logs), data, num_generations=2)
+    state = SimpleNamespace(global_step=0, is_world_process_zero=True)
+    log.on_train_begin(None, state, None)
+    logs["prompt"].extend(["<user>Bo has 5 cups.</user>"] * 2 + ["<user>A GSM8K question</user>"] * 2)
+    logs["completion"].extend(["a", "b", "c", "d"])
+    logs["rewards"]["r"].extend([2.0, 0.0, 1.0, 1.0])
+    logs["advantages"].extend([0.7, -0.7, 0.0, 0.0])
+    for step in (1, 2):  # num_iterations = 2: the same batch serves two optimizer steps
+        state.global_step = step
+        log.on_step_end(None, state, None)
+    rows = [json.loads(line) for line in open(tmp_path / "groups.jsonl")]
+    assert rows == [
+        {"step": 1, "group": 0, "row": 1, "kind": "sub", "rewards": {"r": [2.0, 0.0]}, "advantages": [0.7, -0.7]},
+        {"step": 1, "group": 1, "row": None, "kind": None, "rewards": {"r": [1.0, 1.0]}, "advantages": [0.0, 0.0]},
+    ]
+    with pytest.raises(AttributeError, match="_logs"):
+        GroupLog(tmp_path / "x.jsonl", SimpleNamespace(), data, num_generations=2)

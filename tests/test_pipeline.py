@@ -60,6 +60,9 @@ def test_grpo_reads_the_curriculum_in_order(smoke_run):
         "curriculum, 1 prompt(s) per batch: 2 batches of 1 op up to 20 + 2 ops up to 20"
     )
     assert not smoke_run.training.trainer.args.shuffle_dataset
+    groups = [json.loads(line) for line in open(smoke_run.output_dir / "groups.jsonl")]
+    assert [(g["step"], g["row"]) for g in groups] == [(1, 0), (2, 1)]  # one prompt a step, in order
+    assert [g["kind"] for g in groups] == ["add", "sub"] and groups[1]["template"].startswith("sub.")  # kinds in turn
 
 
 def test_summary_has_provenance_stages_and_paired_tests(smoke_run):
@@ -191,6 +194,7 @@ def test_reference_copy_keeps_outcomes_but_no_gsm8k_text(smoke_run, tmp_path):
     assert sorted(p.name for p in dest.iterdir()) == [
         "cold_start_metrics.csv",
         "eval_outcomes.jsonl",
+        "groups.jsonl",
         "metrics.csv",
         "summary.json",
         "training_curves.png",

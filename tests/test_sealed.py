@@ -66,3 +66,32 @@ def test_a_run_is_opened_once(tmp_path):
         open_sealed(tmp_path / "run", tmp_path, CPU)
     with pytest.raises(FileNotFoundError, match="finished"):
         open_sealed(tmp_path / "run", tmp_path / "fresh", CPU)
+
+
+def test_a_run_that_reused_a_cold_start_is_accepted(tmp_path, monkeypatch):
+    """A seed run made with ``--cold-start DIR`` has no cold_start/ of its own; its adapter names it."""
+    import json
+
+    from helpers.evaluation import adapters
+    from helpers.evaluation.sealed_eval import open_sealed
+
+    cold = tmp_path / "reference" / "cold_start"
+    cold.mkdir(parents=True)
+    (cold / "config.json").write_text("{}")
+    adapter = tmp_path / "seed1" / "lora_adapter"
+    adapter.mkdir(parents=True)
+    (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(cold)}))
+
+    class Loaded(Exception):
+        pass
+
+    def load(profile, adapter_dir, model_path=None):
+        assert adapters.adapter_base(adapter_dir) == cold
+        raise Loaded
+
+    monkeypatch.setattr(adapters, "load_with_adapter", load)
+    with pytest.raises(Loaded):
+        open_sealed(tmp_path / "seed1", tmp_path / "dest", CPU)
+    (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(tmp_path / "gone")}))
+    with pytest.raises(FileNotFoundError, match="cold start"):
+        open_sealed(tmp_path / "seed1", tmp_path / "dest", CPU)

@@ -1,13 +1,13 @@
 """A curriculum for GRPO: which problems each stretch of steps trains on, easy to hard.
 
 GRPO learns only from groups whose completions score differently (a group that is all right or all
-wrong has zero advantages). So the prompts must sit where the policy succeeds *sometimes*. The course's
-source material describes the R1-style recipe with "a dynamic curriculum from single-variable
-equations upward": one operation, then two, then GSM8K. The ``cpu`` profile's schedule is one phase,
-one- and two-operation problems in every batch, and no GSM8K: a 135M model after its cold start solves
-about half of one-operation problems, few two-operation ones and no GSM8K question
-(``results/cpu-curriculum``), so a GSM8K group is all wrong, teaches correctness nothing and costs a
-rollout (the schedules tried are in ``docs/LOG.md``). Schedules with more phases, GSM8K among them,
+wrong has zero advantages). So the prompts must sit where the policy succeeds *sometimes*. Easy to
+hard (one operation, then two, then GSM8K) is the course's choice, not part of DeepSeek-R1, whose RL
+stages use no difficulty schedule. The ``cpu`` profile's schedule is one phase, one- and
+two-operation problems in every batch, and no GSM8K: a 135M model after its cold start solves a share
+of one-operation problems, fewer two-operation ones and no GSM8K question (``results/cpu-varied``),
+so a GSM8K group is all wrong, teaches correctness nothing and costs a rollout (the schedules tried
+are in ``docs/LOG.md``). Schedules with more phases, GSM8K among them,
 are built the same way
 (``Phase(1/3, ((1, 20),)), Phase(2/3, ((1, 20), (2, 20), GSM8K))``).
 
@@ -88,8 +88,9 @@ def curriculum_dataset(
         family: the course-written problems' family of wordings (:data:`helpers.data.problems.FAMILIES`).
 
     Returns:
-        A ``datasets.Dataset`` with ``question``, ``prompt``, ``answer`` and ``phase`` (the phase's
-        :attr:`Phase.name`), whose ``info.description`` states the schedule.
+        A ``datasets.Dataset`` with ``question``, ``prompt``, ``answer``, ``phase`` (the phase's
+        :attr:`Phase.name`), ``kind`` and ``template`` (a course-written problem's, ``"gsm8k"`` and
+        ``""`` for a GSM8K row), whose ``info.description`` states the schedule.
 
     Raises:
         ValueError: a bad schedule (:func:`phase_steps`), ``batches`` or ``prompts_per_batch`` < 1.
@@ -100,7 +101,7 @@ def curriculum_dataset(
         raise ValueError(f"batches and prompts_per_batch must be >= 1, got {batches}, {prompts_per_batch}")
     counts = phase_steps(phases, batches)
     taken: dict[tuple, int] = {}  # rows used so far from each source: later phases take new ones
-    columns = {"question": [], "prompt": [], "answer": [], "phase": []}
+    columns = {"question": [], "prompt": [], "answer": [], "phase": [], "kind": [], "template": []}
     parts = []
     for phase, count in zip(phases, counts):
         if count == 0:
@@ -112,10 +113,8 @@ def curriculum_dataset(
             rows[source] = iter(_source_rows(source, start, need, seed, gsm8k_skip, family))
             taken[source] = start + need
         for source in slots:
-            question, prompt, answer = next(rows[source])
-            columns["question"].append(question)
-            columns["prompt"].append(prompt)
-            columns["answer"].append(answer)
+            for column, value in zip(("question", "prompt", "answer", "kind", "template"), next(rows[source])):
+                columns[column].append(value)
             columns["phase"].append(phase.name)
         parts.append(f"{count} batches of {phase.name}")
     return Dataset.from_dict(
@@ -125,8 +124,8 @@ def curriculum_dataset(
 
 
 def _source_rows(source: tuple, start: int, n: int, seed: int, gsm8k_skip: int, family: str) -> list[tuple]:
-    """Rows ``start .. start + n`` of a source as ``(question, prompt, answer)``: GSM8K train after the
-    cold start's rows (cycling a short split), or course-written *train* problems."""
+    """Rows ``start .. start + n`` of a source as ``(question, prompt, answer, kind, template)``: GSM8K
+    train after the cold start's rows (cycling a short split), or course-written *train* problems."""
     from helpers.course_format import make_prompt
     from helpers.data.gsm8k import load_gsm8k
     from helpers.data.problems import make_problems
@@ -135,6 +134,6 @@ def _source_rows(source: tuple, start: int, n: int, seed: int, gsm8k_skip: int, 
     if ops == 0:
         rows = load_gsm8k("train")
         rows = rows.select([(gsm8k_skip + start + i) % len(rows) for i in range(n)])
-        return list(zip(rows["question"], rows["prompt"], rows["answer"]))
+        return [(q, p, a, "gsm8k", "") for q, p, a in zip(rows["question"], rows["prompt"], rows["answer"])]
     problems = make_problems(start + n, ops=ops, max_number=max_number, split="train", seed=seed, family=family)[start:]
-    return [(p.question, make_prompt(p.question), p.answer) for p in problems]
+    return [(p.question, make_prompt(p.question), p.answer, p.kind, p.template) for p in problems]

@@ -27,7 +27,9 @@ def open_sealed(run_dir, dest, profile) -> dict:
     """Evaluate a finished run on the sealed set and write the two files into ``dest``.
 
     Args:
-        run_dir: the run's folder (``cold_start/`` and ``lora_adapter/``, as ``make train`` writes).
+        run_dir: the run's folder: ``lora_adapter/`` and its cold start, ``cold_start/`` beside it (as
+            ``make train`` writes) or the one a run with ``--cold-start DIR`` reused
+            (:func:`helpers.evaluation.adapters.adapter_base`).
         dest: the ``results/`` folder of its reference run.
         profile: the run's profile (decoding and backend; transformers backend only).
 
@@ -36,21 +38,23 @@ def open_sealed(run_dir, dest, profile) -> dict:
 
     Raises:
         AlreadyOpened: ``dest`` holds ``sealed_summary.json``.
-        FileNotFoundError: the run has no cold start or no adapter.
+        FileNotFoundError: the run has no adapter, or no cold start for it.
         helpers.data.sealed.SealedSetChanged: the generator no longer draws the committed set.
     """
     from helpers.data.problems import problems_dataset
     from helpers.data.sealed import DIGEST, sealed_problems
-    from helpers.evaluation.adapters import load_with_adapter
+    from helpers.evaluation.adapters import adapter_base, load_with_adapter
     from helpers.evaluation.before_after import decoding, evaluate_before_after
     from helpers.evaluation.reports import OUTCOME_KEYS, git_commit, kind_rows, problems_summary, tag_problems
 
     run_dir, dest = Path(run_dir), Path(dest)
     if (dest / SEALED_SUMMARY_FILE).exists():
         raise AlreadyOpened(f"{dest / SEALED_SUMMARY_FILE} exists: this run's sealed set was opened already")
-    for part in ("cold_start/config.json", "lora_adapter"):
-        if not (run_dir / part).exists():
-            raise FileNotFoundError(f"{run_dir / part} not found: is {run_dir} a finished make train run?")
+    if not (run_dir / "lora_adapter").exists() or adapter_base(run_dir / "lora_adapter") is None:
+        raise FileNotFoundError(
+            f"no lora_adapter/ with its cold start (beside it, or named by a reused cold start's adapter "
+            f"config) in {run_dir}: is it a finished make train run?"
+        )
     sets = sealed_problems()
     model, tokenizer = load_with_adapter(profile, run_dir / "lora_adapter")
     settings = {**decoding(profile, greedy=True), "batch_size": 32}
