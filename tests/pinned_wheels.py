@@ -4,7 +4,8 @@ The versions come from ``requirements.txt``. A wheel is looked for in ``$GRPO_WH
 ``<GRPO cache>/wheels``, else fetched there once with ``pip download --no-deps`` (PyPI, about 30 MB
 for unsloth and unsloth_zoo); without network the calling test is skipped, with the reason. vllm's
 wheel (370 MB) is only read where it already is: ``pip download --no-deps -d
-~/.cache/grpo-course/wheels vllm==0.11.2`` once. Nothing is installed or imported.
+~/.cache/grpo-course/wheels vllm==0.11.2`` once; CI reads its rows from a committed table instead
+(``tests/wheel_signatures.py``). Nothing is installed or imported.
 """
 
 import os
@@ -29,18 +30,30 @@ def pinned_version(dist: str) -> str:
 NOT_FETCHED = {"vllm": "370 MB"}  # read only where already downloaded
 
 
+def wheel_places() -> list[Path]:
+    """Where wheels are looked for: ``$GRPO_WHEELS_DIR`` (if set), then ``<GRPO cache>/wheels``."""
+    from helpers.training.models import cache_dir
+
+    places = [Path(os.environ["GRPO_WHEELS_DIR"])] if os.environ.get("GRPO_WHEELS_DIR") else []
+    return [*places, cache_dir() / "wheels"]
+
+
+def cached_wheel(dist: str) -> Path | None:
+    """The pinned wheel of ``dist`` where it already is (:func:`wheel_places`), or None; nothing is fetched."""
+    for place in wheel_places():
+        found = sorted(place.glob(f"{dist}-{pinned_version(dist)}-*.whl"))
+        if found:
+            return found[0]
+    return None
+
+
 def wheel(dist: str) -> Path:
     """The pinned wheel of ``dist`` on disk (downloaded once, except :data:`NOT_FETCHED`); skips
     the test if unavailable."""
-    from helpers.training.models import cache_dir
-
     pattern = f"{dist}-{pinned_version(dist)}-*.whl"
-    places = [Path(os.environ["GRPO_WHEELS_DIR"])] if os.environ.get("GRPO_WHEELS_DIR") else []
-    places.append(cache_dir() / "wheels")
-    for place in places:
-        found = sorted(place.glob(pattern))
-        if found:
-            return found[0]
+    places = wheel_places()
+    if cached_wheel(dist) is not None:
+        return cached_wheel(dist)
     if dist in NOT_FETCHED:
         pytest.skip(
             f"{pattern} ({NOT_FETCHED[dist]}) is not in {places[-1]}: pip download --no-deps "

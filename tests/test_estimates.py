@@ -28,6 +28,22 @@ def test_unsloths_run_gives_24_1_seconds_a_step():
         generation_upper_bound_s(-1)
 
 
+def test_the_t4_cap_of_512_makes_the_measured_time_a_lower_bound():
+    """Unsloth's 24.1 s a step was measured with completions cut at 200 tokens; the t4 profile allows
+    512, so the measured time is the lower bound and 512 / 200 of it the upper bound."""
+    from helpers.colab.estimates import UNSLOTH_T4_MAX_COMPLETION
+
+    cap = PROFILES["t4"].max_completion_length
+    assert (UNSLOTH_T4_MAX_COMPLETION, cap) == (200, 512)
+    assert seconds_per_step(cap) == pytest.approx(seconds_per_step() * 512 / 200)
+    assert seconds_per_step(100) == seconds_per_step()  # a shorter cap was not measured: no less
+    training = t4_estimates()["notebook 05, GRPO training"]
+    assert training.startswith("between 1 h 40 min and 4 h 17 min for 250 steps") and "lower bound" in training
+    assert t4_estimates()["notebook 06, section 5"].startswith("at most 5 h 39 min for 2,638 completions of up to 512")
+    with pytest.raises(ValueError, match="max_completion_length"):
+        seconds_per_step(0)
+
+
 @pytest.mark.parametrize(
     "where, stages",
     [
@@ -41,5 +57,6 @@ def test_the_t4_times_quoted_are_the_labelled_estimates(where, stages):
     estimates = t4_estimates(PROFILES["t4"].max_steps)
     for stage in stages:
         quoted = estimates[stage].split(" (")[0].removeprefix("about ").removeprefix("at most ").split(" for ")[0]
+        quoted = quoted.removeprefix("between ")
         assert quoted in text, f"{where} does not quote {stage}: {quoted}"
     assert "**Estimated**" in text and "24.1 s" in text and "not yet run" in text

@@ -118,8 +118,8 @@ def test_what_a_t4_run_costs_on_drive():
     n = 36 * per_layer
     assert n == 119_734_272
     text = drive_cost(PROFILES["t4"], n)
-    assert f"10 checkpoints of {6 * n / 1e9:.2f} GB, 1 kept, 9 probably in Drive's trash" in text
-    assert f"({9 * 6 * n / 1e9:.1f} GB until you empty it)" in text and f"{(60 + 4) * n / 1e9:.1f} GB in all" in text
+    assert f"10 checkpoints of {6 * n / 1e9:.2f} GB, 2 kept (1.44 GB), 8 probably in Drive's trash" in text
+    assert f"({8 * 6 * n / 1e9:.1f} GB until you empty it)" in text and f"{(60 + 4) * n / 1e9:.1f} GB in all" in text
     assert "0 checkpoints" in drive_cost(PROFILES["cpu"], 1_000)  # the CPU run saves none
     with pytest.raises(ValueError, match="no size known for optimizer 'sgd'"):
         drive_cost(PROFILES["t4"].replace(optim="sgd"), n)

@@ -43,7 +43,7 @@ def test_t4_profile_is_unsloths_recipe():
         True,
         True,
     )
-    assert (t4.num_generations, t4.max_completion_length, t4.max_steps) == (8, 200, 250)
+    assert (t4.num_generations, t4.max_completion_length, t4.max_steps) == (8, 512, 250)  # 512: not Unsloth's 200
     assert (t4.learning_rate, t4.optim, t4.max_grad_norm, t4.gradient_checkpointing) == (
         5e-6,
         "adamw_8bit",
@@ -140,7 +140,7 @@ def test_bf16_profile_is_the_t4_recipe_on_qwen_7b(tmp_path, monkeypatch):
     assert bf16.replace(name="t4", description=t4.description, model_id=t4.model_id, precision="fp16") == t4
     config = build_grpo_config(bf16, tmp_path)
     assert config.bf16 and not config.fp16 and config.use_vllm
-    assert (config.num_generations, config.max_completion_length, config.max_steps) == (8, 200, 250)
+    assert (config.num_generations, config.max_completion_length, config.max_steps) == (8, 512, 250)
 
 
 def test_cuda_profile_is_plain_trl_with_peft(tmp_path, monkeypatch):
@@ -153,6 +153,7 @@ def test_cuda_profile_is_plain_trl_with_peft(tmp_path, monkeypatch):
         False,
     )
     assert (cuda.lora_rank, cuda.lora_alpha, cuda.optim) == (16, 64, "adamw_torch")  # no bitsandbytes
+    assert cuda.max_completion_length == 200  # not the t4's 512: no gradient checkpointing, not sized for it
     config = build_grpo_config(cuda, tmp_path)
     assert not config.use_vllm and config.fp16 and not config.bf16  # a T4 without Unsloth: fp16
     assert (config.loss_type, config.beta) == ("grpo", 0.04)

@@ -1,8 +1,10 @@
 import csv
+import json
 
 import pytest
 
 from helpers.data.gsm8k import load_gsm8k
+from helpers.evaluation.reports import GROUPS_FILE
 from helpers.rewards import REWARD_FUNCS
 from helpers.training.models import load_model
 from helpers.training.profiles import PROFILES
@@ -17,7 +19,7 @@ def distinct_characters(completions, **kwargs):
 def test_one_grpo_step_on_a_tiny_model_writes_metrics_and_adapter(tiny_model_dir, tmp_path):
     profile = PROFILES["cpu"].replace(
         max_completion_length=8, max_prompt_length=256, per_device_train_batch_size=16
-    )  # 4 prompts x 4
+    )  # 2 prompts x 8
     model, tokenizer = load_model(profile, tiny_model_dir)
     run = train(
         profile,
@@ -48,6 +50,16 @@ def test_one_grpo_step_on_a_tiny_model_writes_metrics_and_adapter(tiny_model_dir
     assert (run.adapter_dir / "adapter_config.json").exists()
     assert run.curves_png.stat().st_size > 10_000
     assert run.seconds_per_step > 0
+    # groups.jsonl: the step's 2 groups of 8, and the flat ones are those TRL counted
+    groups = [json.loads(line) for line in open(run.output_dir / GROUPS_FILE)]
+    assert [(g["step"], g["group"]) for g in groups] == [(1, 0), (1, 1)]
+    assert {g["row"] for g in groups} <= {0, 1, 2, 3} and "kind" not in groups[0]  # GSM8K: no kind column
+    totals = [[sum(v) for v in zip(*g["rewards"].values())] for g in groups]
+    assert all(len(t) == 8 and len(g["advantages"]) == 8 for t, g in zip(totals, groups))
+    assert set(groups[0]["rewards"]) == {f.__name__ for f in (*REWARD_FUNCS, distinct_characters)}
+    flat = [max(t) - min(t) < 1e-6 for t in totals]
+    assert sum(flat) / 2 == pytest.approx(float(rows[0]["frac_reward_zero_std"]))
+    assert all(all(a == 0 for a in g["advantages"]) for g, f in zip(groups, flat) if f)
     # Every LoRA B matrix starts at 0; one step must move all of them (no layer left without gradient).
     lora_b = {n: p for n, p in model.named_parameters() if "lora_B" in n}
     assert lora_b and all(p.abs().sum() > 0 for p in lora_b.values())
@@ -113,11 +125,13 @@ def write_checkpoint(folder, step):
     optimizer = {"state": {0: {"exp_avg": torch.randn(64, 64)}}, "param_groups": [{"lr": 1e-5}]}
     torch.save(optimizer, folder / "optimizer.pt")
     torch.save({"last_epoch": step}, folder / "scheduler.pt")
+    torch.save({"python": (3, (1, 2), None), "cpu": torch.random.get_rng_state()}, folder / "rng_state.pth")
+    (folder / "adapter_config.json").write_text(json.dumps({"r": 4}))
     return folder
 
 
 def test_the_newest_complete_checkpoint_is_the_one_resumed(tmp_path):
-    from helpers.training.trainer import last_checkpoint
+    from helpers.training.checkpoints import last_checkpoint
 
     assert last_checkpoint(tmp_path) is None
     for step in (5, 25, 10):
@@ -130,7 +144,7 @@ def test_a_checkpoint_counts_only_if_it_loads(tmp_path, capsys):
     """Over Drive a disconnect mid-upload can leave trainer_state.json beside a truncated
     optimizer.pt; resume trusted the state file alone and crashed in torch.load. Now such a checkpoint
     is skipped, with the reason, and the previous one is resumed."""
-    from helpers.training.trainer import checkpoint_problem, last_checkpoint
+    from helpers.training.checkpoints import checkpoint_problem, last_checkpoint
 
     older, newer = write_checkpoint(tmp_path / "checkpoint-25", 25), write_checkpoint(tmp_path / "checkpoint-50", 50)
     assert checkpoint_problem(newer) is None and last_checkpoint(tmp_path) == newer
@@ -152,25 +166,6 @@ def test_a_checkpoint_counts_only_if_it_loads(tmp_path, capsys):
     assert checkpoint_problem(newer).startswith("no trainer state")
     assert checkpoint_problem(older).startswith("no optimizer state")
     assert last_checkpoint(tmp_path) is None
-
-
-def test_on_drive_a_run_keeps_one_checkpoint(tiny_model_dir, tmp_path, monkeypatch):
-    """Every rotated checkpoint on Drive probably lands in its trash; keep only one there."""
-    profile = PROFILES["cpu"].replace(
-        max_completion_length=8, save_steps=1, max_steps=2, per_device_train_batch_size=16
-    )  # 4 prompts x 4
-    monkeypatch.setenv("GRPO_DRIVE_DIR", str(tmp_path / "drive"))
-    model, tokenizer = load_model(profile, tiny_model_dir)
-    run = train(
-        profile,
-        model=model,
-        tokenizer=tokenizer,
-        dataset=load_gsm8k("train", n=4),
-        output_dir=tmp_path / "drive" / "run",
-        reward_funcs=[*REWARD_FUNCS, distinct_characters],
-    )
-    assert run.trainer.args.save_total_limit == 1 and profile.save_total_limit == 2
-    assert sorted(p.name for p in (tmp_path / "drive" / "run").glob("checkpoint-*")) == ["checkpoint-2"]
 
 
 def test_a_bf16_config_built_before_does_not_make_the_cpu_run_bf16(tmp_path, monkeypatch):

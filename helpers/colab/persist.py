@@ -5,8 +5,8 @@ so notebook 06 never sees an adapter that notebook 05 left in ``/content``, and 
 kept there is lost on any disconnect. Two places survive:
 
 * **Google Drive** (:func:`output_dir`): the run's folder, checkpoints included
-  (:mod:`helpers.training` saves one every ``profile.save_steps`` steps, keeps only the last one
-  on Drive and resumes from the newest that loads), goes to
+  (:mod:`helpers.training` saves one every ``profile.save_steps`` steps, keeps the last
+  :data:`DRIVE_CHECKPOINTS` on Drive and resumes from the newest that loads), goes to
   ``/content/drive/MyDrive/grpo-course/outputs/grpo-<profile>``. On by default in Colab for a
   profile that saves checkpoints (the GPU profiles: multi-hour runs), off elsewhere
   (:func:`drive_default`); ``GRPO_DRIVE=1``/``0`` or the notebooks' ``USE_DRIVE`` decide instead.
@@ -37,7 +37,9 @@ DRIVE_MOUNT = Path("/content/drive")
 DRIVE_SUBDIR = "grpo-course"  # inside MyDrive
 
 
-DRIVE_CHECKPOINTS = 1  # checkpoints kept on Drive (save_total_limit); each one rotated out goes to its trash
+# Checkpoints kept on Drive (save_total_limit): two, so that a newest one cut off mid-upload (a disconnect)
+# leaves the one before to resume from; each one rotated out probably goes to Drive's trash (drive_cost).
+DRIVE_CHECKPOINTS = 2
 
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")  # owner/name
@@ -126,9 +128,9 @@ def drive_cost(profile, lora_parameters: int) -> str:
     sizes, not measured. A checkpoint holds the LoRA weights in fp32 (4 bytes a parameter) and
     AdamW's two moments (:data:`OPTIMIZER_BYTES`: 1 byte each in 8-bit, 4 in fp32); the scheduler,
     random state and trainer state are a few kB. One checkpoint every ``save_steps`` steps, the last
-    :data:`DRIVE_CHECKPOINTS` kept; the others are deleted through the mount and, probably, land in
-    Drive's trash, where they still count against the quota until it is emptied (or 30 days). The
-    final adapter adds 4 bytes a parameter.
+    :data:`DRIVE_CHECKPOINTS` kept (the T4: 2 x 0.72 GB on Drive at the end); the others are deleted
+    through the mount and, probably, land in Drive's trash, where they still count against the
+    quota until it is emptied (or 30 days). The final adapter adds 4 bytes a parameter.
 
     Raises:
         ValueError: ``profile.optim`` is not in :data:`OPTIMIZER_BYTES`.
@@ -139,7 +141,7 @@ def drive_cost(profile, lora_parameters: int) -> str:
     written = profile.max_steps // profile.save_steps if profile.save_steps > 0 else 0
     kept, adapter = min(written, DRIVE_CHECKPOINTS), 4 * lora_parameters / 1e9
     return (
-        f"On Drive (estimate): {written} checkpoints of {checkpoint:.2f} GB, {kept} kept, "
+        f"On Drive (estimate): {written} checkpoints of {checkpoint:.2f} GB, {kept} kept ({kept * checkpoint:.2f} GB), "
         f"{written - kept} probably in Drive's trash ({(written - kept) * checkpoint:.1f} GB until you "
         f"empty it), plus the {adapter:.2f} GB adapter: {written * checkpoint + adapter:.1f} GB in all"
     )

@@ -1,7 +1,8 @@
 """A trained LoRA adapter on disk: check it (:func:`check_adapter_dir`), find its base model
 (:func:`adapter_base`), load base + adapter (:func:`load_with_adapter`), and merge the LoRA into the
 base weights as a plain checkpoint that loads without PEFT (:func:`save_merged`, :func:`load_merged`,
-with the GPU memory it needs, :func:`merged_4bit_gib`).
+with the GPU memory it needs, :func:`merged_4bit_gib`). Notebook 06's section 8 runs the merge and
+the reload through :mod:`helpers.evaluation.merge_check`, which survives a restart.
 """
 
 from __future__ import annotations
@@ -106,13 +107,66 @@ def save_merged(model, tokenizer, out_dir) -> Path:
     return out_dir
 
 
-def merged_4bit_gib(path, headroom_gib: float = 1.0) -> float:
-    """GPU memory (GiB) :func:`load_merged` needs for the 16-bit checkpoint in ``path`` loaded in
-    4-bit: an estimate, not measured. 0.4 x the safetensors' size (NF4 keeps a linear weight in
-    about a quarter of its 16 bits; embeddings stay 16-bit: Qwen2.5-3B's 6.2 GB -> 2.5 GB) plus
-    ``headroom_gib`` for one 16-bit tensor on its way to 4-bit and the generation."""
-    size = sum(f.stat().st_size for f in Path(path).glob("*.safetensors"))
-    return 0.4 * size / 2**30 + headroom_gib
+NF4_BYTES = 0.5 + 1 / 64 + 4 / (64 * 256)  # 4 bits, an 8-bit scale per block of 64, an fp32 one per 256 scales
+
+
+DEVICE_MAP_SHARE = 0.9  # transformers 4.56 Bnb4BitHfQuantizer.adjust_max_memory: 90 % of the free memory
+
+
+def safetensors_header(file) -> dict:
+    """The tensor table of a ``.safetensors`` file (name -> dtype, shape, offsets), read from its header
+    only: nothing is loaded, so a checkpoint of any size costs a few kB.
+
+    Raises:
+        ValueError: the file is shorter than its header says (not a safetensors file, or cut off).
+    """
+    import struct
+
+    with open(file, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise ValueError(f"{file}: not a safetensors file (shorter than 8 bytes)")
+        (length,) = struct.unpack("<Q", head)
+        text = f.read(length)
+    if len(text) < length:
+        raise ValueError(f"{file}: its header is cut off ({len(text)} of {length} bytes)")
+    header = json.loads(text)
+    header.pop("__metadata__", None)
+    return header
+
+
+def merged_4bit_gib(path, headroom_gib: float = 0.5) -> float:
+    """GPU memory (GiB) :func:`load_merged` needs for the merged 16-bit checkpoint in ``path`` loaded in
+    4-bit: an estimate from the checkpoint's tensor table (:func:`safetensors_header`), not measured.
+
+    * The weights as bitsandbytes keeps them: each linear layer's 2-D weight in NF4 with double
+      quantization (:data:`NF4_BYTES`, 0.516 byte a parameter); the embedding, ``lm_head`` (which
+      transformers leaves unquantized), norms and biases in 16 bit. Qwen2.5-3B-Instruct: 2.77 B
+      linear parameters -> 1.33 GiB, 0.31 B embedding -> 0.58 GiB: 1.92 GiB.
+    * ``device_map="auto"`` places them only within :data:`DEVICE_MAP_SHARE` (90 %) of the free
+      memory, so at least weights / 0.9 must be free (2.13 GiB for the 3B model).
+    * On top of the weights: the largest linear weight, which waits in 16 bit on the GPU to be
+      quantized, and ``headroom_gib`` for generating (workspace, KV cache, logits). The 3B model:
+      1.92 + 0.04 + 0.5 = 2.46 GiB.
+
+    Returns the larger of the two, in GiB. Raises ``ValueError`` for a file that is not safetensors.
+    """
+    weights = largest = 0.0
+    for file in Path(path).glob("*.safetensors"):
+        for name, tensor in safetensors_header(file).items():
+            numel = 1
+            for size in tensor["shape"]:
+                numel *= size
+            linear = name.endswith(".weight") and len(tensor["shape"]) == 2 and not _kept_16bit(name)
+            weights += numel * (NF4_BYTES if linear else 2)
+            largest = max(largest, 2 * numel if linear else 0)
+    weights, largest = weights / 2**30, largest / 2**30
+    return max(weights / DEVICE_MAP_SHARE, weights + largest + headroom_gib)
+
+
+def _kept_16bit(name: str) -> bool:
+    """Embeddings and the output head stay 16-bit under bitsandbytes (transformers' get_keys_to_not_convert)."""
+    return "embed" in name or "lm_head" in name or "wte" in name
 
 
 def load_merged(path, profile):
@@ -128,7 +182,9 @@ def load_merged(path, profile):
     Raises:
         RuntimeError: an Unsloth model's vLLM engine is still up (release it first).
         helpers.training.models.GPUMemoryError: less free GPU memory than :func:`merged_4bit_gib` (the
-            policy was not dropped, or another process holds the card).
+            policy was not dropped, or another process holds the card); the message says how to get
+            here after a restart, where notebook 06's section 8 finds the merged model on disk
+            (:func:`helpers.evaluation.merge_check.merge_once`) and loads no policy.
     """
     from helpers.training.hardware import torch_dtype
     from helpers.training.models import free_gpu_memory, live_vllm_models, load_model
@@ -140,7 +196,11 @@ def load_merged(path, profile):
             "a vLLM engine still holds most of the GPU: call helpers.training.models.release(model) "
             "and `del model` before loading the merged model next to it"
         )
-    free_gpu_memory(merged_4bit_gib(path), "the merged model in 4-bit")  # collects the deleted policy first
+    restart = (
+        "the install and settings cells, then notebook 06's section 8 from its first cell: the merged "
+        f"model and the LoRA's answer are on disk ({path}), so no policy is loaded and the GPU is free for it"
+    )
+    free_gpu_memory(merged_4bit_gib(path), "the merged model in 4-bit", restart)  # collects the deleted policy first
     from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
 
     dtype = torch_dtype(profile)

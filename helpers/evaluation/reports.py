@@ -29,6 +29,7 @@ RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"  # the committed r
 
 SUMMARY_FILE = "summary.json"
 METRICS_FILE = "metrics.csv"  # one row per GRPO step (trainer and loop alike)
+GROUPS_FILE = "groups.jsonl"  # one row per GRPO group (helpers.training.callbacks.GroupLog)
 
 
 RECORDS_FILE = "eval_records.jsonl"
@@ -224,7 +225,8 @@ def pipeline_summary(
     trained on the profile's ``cold_start_examples`` first train rows, as GRPO's prompts skip them,
     and its ``cold_start_problems``),
     the processes and global batch of GRPO (``training``, a :class:`helpers.training.trainer.TrainingRun`),
-    timings (seconds), GRPO's prompts (``prompts``, a description) and its held-out curve, each
+    timings (seconds), GRPO's prompts (``prompts``, a description) and its held-out curve, its
+    effective config (``effective_config``: the trainer's settings after TRL's and Unsloth's rewrites), each
     stage's :func:`helpers.evaluation.scoring.extended_summary` on GSM8K (``stages``) and :func:`paired_tests`
     between the starting point and GRPO; on the course-written problems (``problems``: ``{stage: EvalResult}``)
     the same under ``"problems"``, for all of them and for each level (:func:`problems_summary`), and
@@ -271,6 +273,8 @@ def pipeline_summary(
         ),
         "grpo_prompts": prompts,
         "heldout": [{"step": step, **values} for step, values in (training.heldout if training else [])],
+        # GRPO's settings as the trainer ran them, after TRL's and Unsloth's rewrites (helpers.training.checks)
+        "effective_config": getattr(training, "effective_config", {}) if training else {},
         "stages": {stage: extended_summary(result) for stage, result in results.items()},
         "mcnemar_start_vs_grpo": paired_tests(start, results["grpo"]) if start else {},
         "problems": problems_summary(problems) if problems else {},
@@ -392,7 +396,14 @@ def load_summary(run_dir) -> dict:
     return json.loads(path.read_text())
 
 
-REFERENCE_FILES = ("summary.json", "metrics.csv", "cold_start_metrics.csv", "training_curves.png", "pass_at_k.json")
+REFERENCE_FILES = (
+    "summary.json",
+    "metrics.csv",
+    "groups.jsonl",
+    "cold_start_metrics.csv",
+    "training_curves.png",
+    "pass_at_k.json",
+)
 
 
 OUTCOME_KEYS = (

@@ -1,7 +1,8 @@
-"""Trainer callbacks: the metrics CSV, a quiet progress bar, and held-out accuracy during GRPO.
+"""Trainer callbacks: the metrics CSV, a quiet progress bar, a truncation warning, and held-out accuracy during GRPO.
 
 * :class:`MetricsCSV` writes each logged step of a TRL trainer as one row of a CSV;
-  :func:`quiet_progress` swaps the trainer's progress printer for :class:`QuietProgressCallback`.
+  :func:`quiet_progress` makes :class:`QuietProgressCallback` the trainer's one progress display;
+  :class:`TruncationGuard` warns when many completions are cut at ``max_completion_length``.
 * :class:`HeldoutAccuracy` is the number that tells learning from reward hacking. The reward can rise
   while the model gets worse at the task: it finds what the reward functions pay for (a template copy,
   a restated fact) instead of the answer. TRL's ``GRPOTrainer`` logs the reward only and has no hook to
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import time
+import warnings
 from pathlib import Path
 
 from transformers import TrainerCallback
@@ -81,9 +83,81 @@ class QuietProgressCallback(ProgressCallback):
 
 
 def quiet_progress(trainer) -> None:
-    """Replace a ``transformers.Trainer``'s progress callback by :class:`QuietProgressCallback`."""
-    trainer.remove_callback(ProgressCallback)
+    """Make :class:`QuietProgressCallback` a ``transformers.Trainer``'s only progress display.
+
+    The trainer adds ``DEFAULT_PROGRESS_CALLBACK`` (transformers 4.56 ``trainer.py``): the tqdm
+    ``ProgressCallback`` in a terminal, but ``NotebookProgressCallback`` (an HTML table of every logged
+    value) in Jupyter and Colab, which is not a ``ProgressCallback``: both are removed, and
+    ``PrinterCallback`` (``disable_tqdm=True``) is left alone."""
+    progress = [ProgressCallback]
+    try:
+        from transformers.utils.notebook import NotebookProgressCallback
+
+        progress.append(NotebookProgressCallback)
+    except ImportError:  # no IPython: transformers cannot have picked it either
+        pass
+    for callback in list(trainer.callback_handler.callbacks):
+        if isinstance(callback, tuple(progress)):
+            trainer.remove_callback(callback)
     trainer.add_callback(QuietProgressCallback())
+
+
+class TruncationWarning(UserWarning):
+    """Many completions were cut at ``max_completion_length`` (:class:`TruncationGuard`)."""
+
+
+class TruncationGuard(TrainerCallback):
+    """Warns once when TRL's ``completions/clipped_ratio`` stays high, saying what to change.
+
+    A completion cut at ``max_completion_length`` has no ``<answer>`` block: it earns no correctness
+    reward however right its reasoning, and TRL still trains its tokens with its (negative) advantage,
+    so a run whose completions are often cut teaches the policy to be short, not right (trl#5697,
+    #6263). Unsloth's own T4 run of the t4 profile's recipe, at a 200-token cap, had every completion
+    of 93 of its 250 steps cut. When the mean ratio over the last ``window`` logged steps reaches
+    ``threshold`` this warns (:class:`TruncationWarning`) with the numbers and the remedies: a longer
+    ``max_completion_length`` (up to ``max_seq_length - max_prompt_length``), or
+    ``mask_truncated_completions=True`` (DAPO's overlong filtering) to leave cut completions out of the
+    loss. Main process only; every profile, the CPU's too.
+
+    Args:
+        profile: the run's profile (its lengths go into the advice).
+        threshold: share of completions cut, 0 to 1 (default 0.1).
+        window: logged steps averaged (default 5: one high step is not a high run).
+
+    Raises:
+        ValueError: ``threshold`` outside (0, 1] or ``window < 1``.
+    """
+
+    RATIO = "completions/clipped_ratio"
+
+    def __init__(self, profile, threshold: float = 0.1, window: int = 5):
+        if not 0 < threshold <= 1 or window < 1:
+            raise ValueError(f"threshold must be in (0, 1] and window >= 1, got {threshold} and {window}")
+        self.profile, self.threshold, self.window = profile, threshold, window
+        self.ratios: list[tuple[int, float]] = []  # (step, clipped ratio)
+        self.warned_at: int | None = None
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs or self.RATIO not in logs or not state.is_world_process_zero:
+            return
+        self.ratios.append((state.global_step, float(logs[self.RATIO])))
+        recent = self.ratios[-self.window :]
+        mean = sum(ratio for _, ratio in recent) / len(recent)
+        if self.warned_at is None and len(recent) == self.window and mean >= self.threshold:
+            self.warned_at = state.global_step
+            warnings.warn(self.advice(mean, recent[0][0], recent[-1][0]), TruncationWarning, stacklevel=2)
+
+    def advice(self, mean: float, first: int, last: int) -> str:
+        p = self.profile
+        room = p.max_seq_length - p.max_prompt_length
+        return (
+            f"{mean:.0%} of completions reached max_completion_length = {p.max_completion_length} tokens "
+            f"over steps {first}-{last}: a cut completion has no <answer> block, earns no correctness reward, "
+            "and is still trained with its advantage. Raise max_completion_length (up to "
+            f"{room} (max_seq_length {p.max_seq_length} - max_prompt_length {p.max_prompt_length}); each step "
+            "then takes longer), or pass mask_truncated_completions=True to train(...) to leave cut "
+            "completions out of the loss; completions/clipped_ratio in metrics.csv shows every step."
+        )
 
 
 HELDOUT_COLUMNS = ("heldout/accuracy", "heldout/accuracy_format_free", "heldout/seconds")
@@ -188,3 +262,70 @@ class HeldoutAccuracy(TrainerCallback):
         values = self.evaluate(model)
         self.history.append((step, values))
         logs.update(values)
+
+
+class GroupLog(TrainerCallback):
+    """Every group GRPO trained on, one JSON line each, in ``path`` (``groups.jsonl`` of a run).
+
+    TRL logs a step's means; ``frac_reward_zero_std`` says *how many* groups were flat (all G
+    completions earned the same reward, so every advantage is 0 and the group teaches nothing), not
+    *which*. After each generated batch this writes, per group::
+
+        {"step": 3, "group": 0, "row": 32, "kind": "add", "template": "add.4",
+         "rewards": {"correctness_reward_func": [2.0, 0.0, ...], ...}, "advantages": [0.93, -0.93, ...]}
+
+    ``row`` is the prompt's row in the training dataset (found by its ``question``; None when not
+    found), ``kind`` and ``template`` that row's columns when the dataset has them
+    (:func:`helpers.data.curriculum.curriculum_dataset`), each list G long. No prompt or completion
+    text is written, so the file can be committed for any dataset.
+
+    It reads the batch TRL keeps for its completion tables (``GRPOTrainer._logs``, TRL 0.22: the last
+    generation batch's prompts, completions, rewards per function and advantages, in generation order,
+    each prompt's G completions in a row, gathered over processes). Only the main process writes. A
+    batch reused for several optimizer steps (``num_iterations > 1``) is written once.
+
+    Args:
+        path: the JSONL file; a fresh run (step 0) starts it empty, a resumed one appends.
+        trainer: the ``GRPOTrainer`` whose batches to read.
+        dataset: the training prompts (a ``datasets.Dataset`` with ``question``).
+        num_generations: G, the completions per prompt.
+
+    Raises:
+        AttributeError: ``trainer`` keeps no ``_logs`` (a TRL release that dropped it).
+    """
+
+    def __init__(self, path, trainer, dataset, num_generations: int):
+        if not hasattr(trainer, "_logs"):
+            raise AttributeError("this GRPOTrainer keeps no _logs: GroupLog reads TRL 0.22's generation log")
+        self.path, self.trainer, self.g = Path(path), trainer, num_generations
+        columns = set(getattr(dataset, "column_names", ()))
+        self.questions = list(dataset["question"]) if "question" in columns else []
+        self.tags = {c: list(dataset[c]) for c in ("kind", "template") if c in columns}
+        self._last = None
+
+    def _row(self, prompt_text: str):
+        return next((i for i, q in enumerate(self.questions) if q and q in prompt_text), None)
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.global_step == 0 and state.is_world_process_zero:
+            self.path.write_text("")
+
+    def on_step_end(self, args, state, control, **kwargs):
+        import json
+
+        logs = self.trainer._logs
+        prompts, completions = list(logs["prompt"]), list(logs["completion"])
+        fingerprint = hash(tuple(completions))
+        if not state.is_world_process_zero or not prompts or fingerprint == self._last:
+            return
+        self._last = fingerprint
+        rewards = {name: list(values) for name, values in logs["rewards"].items()}
+        advantages = list(logs["advantages"])
+        with open(self.path, "a", encoding="utf-8") as f:
+            for j, start in enumerate(range(0, len(prompts), self.g)):
+                row = self._row(prompts[start])
+                record = {"step": state.global_step, "group": j, "row": row}
+                record.update({c: (v[row] if row is not None else None) for c, v in self.tags.items()})
+                record["rewards"] = {name: values[start : start + self.g] for name, values in rewards.items()}
+                record["advantages"] = advantages[start : start + self.g]
+                f.write(json.dumps(record) + "\n")

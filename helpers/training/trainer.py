@@ -8,14 +8,20 @@ nothing else changed. It writes into ``output_dir``:
 * ``metrics.csv`` - one row per optimizer step (:class:`helpers.training.callbacks.MetricsCSV`): total
   reward and each reward function's mean, reward std, KL to the reference model, completion length,
   clipped-completion ratio, clip region ratio, loss, grad norm, learning rate and wall-clock seconds;
+* ``groups.jsonl`` - every group trained on: its prompt's row and kind, each completion's rewards and
+  advantage (:class:`helpers.training.callbacks.GroupLog`);
 * ``lora_adapter/`` - the trained LoRA weights (PEFT format) and the tokenizer;
 * ``training_curves.png`` - the curves of :func:`helpers.evaluation.plots.plot_training_curves`;
+* ``effective_config.json`` - the trainer's settings after TRL's and Unsloth's rewrites, checked against
+  the ones asked for (:func:`helpers.training.checks.check_config`; ``summary.json`` holds them too);
 * ``checkpoint-<step>/`` - every ``profile.save_steps`` steps (GPU profiles; the CPU profile saves
-  none), the last ``profile.save_total_limit`` kept (on Google Drive only the last one,
-  :data:`helpers.colab.persist.DRIVE_CHECKPOINTS`). A second :func:`train` into the same folder resumes
-  from the newest one that loads (:func:`last_checkpoint`): the step counter, optimizer, scheduler
-  and random state continue and ``metrics.csv`` keeps its rows. Put ``output_dir`` on Google Drive
-  (:func:`helpers.colab.persist.output_dir`) and a Colab disconnect costs at most ``save_steps`` steps.
+  none), the last ``profile.save_total_limit`` kept (on Google Drive the last
+  :data:`helpers.colab.persist.DRIVE_CHECKPOINTS`, two: one to fall back on). A second :func:`train`
+  into the same folder resumes from the newest one that holds all of the run's state and loads
+  (:func:`helpers.training.checkpoints.last_checkpoint`): the step counter, optimizer, scheduler and
+  random state continue and ``metrics.csv`` keeps its rows. Put ``output_dir`` on Google Drive
+  (:func:`helpers.colab.persist.output_dir`) and a Colab disconnect costs at most ``save_steps`` steps
+  (``2 * save_steps`` when it also cut off the newest checkpoint's upload).
 
 Under ``accelerate launch`` (several processes, :mod:`helpers.training.distributed`) every process trains
 and only the main one writes these files.
@@ -23,6 +29,7 @@ and only the main one writes these files.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,8 +37,10 @@ from pathlib import Path
 import torch
 from trl import GRPOTrainer
 
-from helpers.evaluation.reports import METRICS_FILE
-from helpers.training.callbacks import MetricsCSV, quiet_progress
+from helpers.evaluation.reports import GROUPS_FILE, METRICS_FILE
+from helpers.training.callbacks import GroupLog, MetricsCSV, TruncationGuard, quiet_progress
+from helpers.training.checkpoints import checkpoint_step, last_checkpoint
+from helpers.training.checks import check_config, format_config, one_value_per_completion
 from helpers.training.fast_rollouts import MergedPolicy, merged_generate, shared_prompt_logps
 from helpers.training.profiles import Profile, get_profile
 
@@ -39,6 +48,9 @@ ADAPTER_DIR = "lora_adapter"
 
 
 CURVES_FILE = "training_curves.png"
+
+
+EFFECTIVE_CONFIG_FILE = "effective_config.json"  # the trainer's settings after TRL's and Unsloth's rewrites
 
 
 @dataclass
@@ -54,10 +66,21 @@ class TrainingRun:
     processes: int = 1  # training processes (accelerate), each with the whole policy
     global_batch: int = 0  # completions per optimizer step over all processes
     heldout: list = field(default_factory=list)  # [(step, {"heldout/accuracy": ...}), ...] when watched
+    effective_config: dict = field(default_factory=dict)  # the trainer's settings after every rewrite
 
 
 def build_grpo_config(profile: Profile, output_dir: str | Path, report_to: str = "none", **overrides):
-    """``trl.GRPOConfig`` for a profile; ``overrides`` set any GRPOConfig field directly.
+    """``trl.GRPOConfig(**grpo_settings(...))`` (:func:`grpo_settings`): the config for a profile;
+    ``overrides`` set any GRPOConfig field directly. Under Unsloth ``trl.GRPOConfig`` is Unsloth's,
+    which may rewrite some settings (:func:`helpers.training.checks.check_config` finds them)."""
+    from trl import GRPOConfig
+
+    return GRPOConfig(**grpo_settings(profile, output_dir, report_to, **overrides))
+
+
+def grpo_settings(profile: Profile, output_dir: str | Path, report_to: str = "none", **overrides) -> dict:
+    """The ``trl.GRPOConfig`` settings the course chooses for a profile, ``overrides`` on top (any
+    GRPOConfig field), as keyword arguments.
 
     The GRPO objective is explicit (DeepSeekMath eq. 3 with the k3 KL of eq. 4): ``loss_type``,
     ``beta``, ``epsilon`` and ``scale_rewards`` come from the profile, never TRL's defaults.
@@ -73,7 +96,6 @@ def build_grpo_config(profile: Profile, output_dir: str | Path, report_to: str =
         ValueError: the profile's precision does not fit this GPU (:func:`helpers.training.hardware.precision`).
     """
     import torch
-    from trl import GRPOConfig
 
     from helpers.training.hardware import mixed_precision_flags
 
@@ -122,7 +144,7 @@ def build_grpo_config(profile: Profile, output_dir: str | Path, report_to: str =
         disable_tqdm=False,
     )
     settings.update(overrides)
-    return GRPOConfig(**settings)
+    return settings
 
 
 def train(
@@ -164,9 +186,17 @@ def train(
         :class:`TrainingRun` with the paths written. Under ``accelerate launch`` every process
         trains and returns it; only the main process writes the files.
 
+    Before the first step the trainer's effective config (after TRL's and Unsloth's rewrites) is
+    checked against the settings asked for, printed, kept in the run (``effective_config``, which
+    ``summary.json`` holds) and written to ``effective_config.json``; each reward function is wrapped to
+    check that it returns one value per completion (:mod:`helpers.training.checks`), and
+    :class:`helpers.training.callbacks.TruncationGuard` warns when completions are often cut.
+
     Raises:
         ValueError: ``dataset`` holds fewer prompts than one step draws (TRL would run no step and
-            write nothing).
+            write nothing); a reward function returned the wrong number of values (during training).
+        helpers.training.checks.ConfigRewriteError: a chosen setting was changed before training
+            (Unsloth's batch reset, for one).
     """
     from trl import GRPOTrainer as trainer_class  # under Unsloth: its patched trainer (import_backend came first)
 
@@ -194,39 +224,28 @@ def train(
         )
     if reward_funcs is None:
         from helpers.rewards import REWARD_FUNCS as reward_funcs
-    metrics = MetricsCSV(output_dir / METRICS_FILE)
-    watch = []
-    if heldout is not None:
-        from helpers.training.callbacks import HeldoutAccuracy
-
-        watch = [
-            HeldoutAccuracy(
-                heldout,
-                tokenizer,
-                every=profile.heldout_every,
-                metrics=metrics,
-                max_new_tokens=profile.max_completion_length,
-            )
-        ]
     if profile.fast_rollouts and profile.backend == "transformers":
         trainer_class = CourseGRPOTrainer  # the same trainer, cheaper steps
     if on_drive(output_dir) and profile.save_steps > 0:  # each rotated checkpoint probably goes to Drive's trash
         config_overrides.setdefault("save_total_limit", DRIVE_CHECKPOINTS)
+    settings = grpo_settings(profile, output_dir, report_to=report_to, **config_overrides)
+    lengths = {k: settings[k] for k in ("max_prompt_length", "max_completion_length")}
+    metrics, course = course_callbacks(profile.replace(**lengths), tokenizer, output_dir, heldout)
     trainer = trainer_class(
         model=model,
         processing_class=tokenizer,
-        reward_funcs=list(reward_funcs),
+        reward_funcs=[f if isinstance(f, str | torch.nn.Module) else one_value_per_completion(f) for f in reward_funcs],
         args=build_grpo_config(profile, output_dir, report_to=report_to, **config_overrides),
         train_dataset=dataset,
-        callbacks=[*watch, metrics, *callbacks],  # held-out accuracy first: MetricsCSV writes what it adds
+        callbacks=[*course, *callbacks],
     )
-    quiet_progress(trainer)
+    effective = ready_trainer(trainer, profile, settings, output_dir, dataset)
     checkpoint = last_checkpoint(output_dir) if resume else None
     if checkpoint is not None:
         print(f"Resuming from {checkpoint} (pass resume=False to start over)")
     started = time.perf_counter()
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-    steps_now = trainer.state.global_step - (_checkpoint_step(checkpoint) if checkpoint else 0)
+    steps_now = trainer.state.global_step - (checkpoint_step(checkpoint) if checkpoint else 0)
     seconds_per_step = (time.perf_counter() - started) / max(steps_now, 1)
 
     adapter_dir = output_dir / ADAPTER_DIR
@@ -247,72 +266,52 @@ def train(
         trainer,
         processes,
         args.per_device_train_batch_size * processes * args.gradient_accumulation_steps,
-        watch[0].history if watch else [],
+        course[0].history if heldout is not None else [],
+        effective,
     )
 
 
-def last_checkpoint(output_dir, verbose: bool = True) -> Path | None:
-    """The newest ``checkpoint-<step>`` folder in ``output_dir`` that loads (:func:`checkpoint_problem`
-    finds nothing wrong), or None. Newer ones that do not load are skipped, with the reason printed
-    when ``verbose``: over Google Drive a checkpoint's files are not written atomically, and a
-    disconnect mid-upload can leave ``trainer_state.json`` beside a truncated ``optimizer.pt``."""
-    found = [p for p in Path(output_dir).glob("checkpoint-*") if p.is_dir() and p.name.split("-", 1)[1].isdigit()]
-    for path in sorted(found, key=_checkpoint_step, reverse=True):
-        problem = checkpoint_problem(path)
-        if problem is None:
-            return path
-        if verbose:
-            print(f"Skipping {path.name}, it does not load: {problem}")
-    return None
+def course_callbacks(profile: Profile, tokenizer, output_dir, heldout=None) -> tuple[MetricsCSV, list]:
+    """The callbacks every course GRPO run trains with, in the order the trainer must call them:
+    :class:`~helpers.training.callbacks.HeldoutAccuracy` on ``heldout`` every ``profile.heldout_every``
+    steps (when given: it adds its values to the step's logs), :class:`~helpers.training.callbacks.MetricsCSV`
+    into ``output_dir/metrics.csv`` (which then writes them) and
+    :class:`~helpers.training.callbacks.TruncationGuard`. Returns ``(the MetricsCSV, [callbacks])``."""
+    metrics = MetricsCSV(Path(output_dir) / METRICS_FILE)
+    watch = []
+    if heldout is not None:
+        from helpers.training.callbacks import HeldoutAccuracy
+
+        watch = [
+            HeldoutAccuracy(
+                heldout,
+                tokenizer,
+                every=profile.heldout_every,
+                metrics=metrics,
+                max_new_tokens=profile.max_completion_length,
+            )
+        ]
+    return metrics, [*watch, metrics, TruncationGuard(profile)]
 
 
-def checkpoint_problem(path) -> str | None:
-    """Why the trainer checkpoint in ``path`` would not load, or None when every file reads back.
+def ready_trainer(trainer, profile: Profile, settings: dict, output_dir, dataset) -> dict:
+    """What a course run does to a built trainer before ``trainer.train()``: checks the effective config
+    against ``settings`` (:func:`helpers.training.checks.check_config`), prints it and writes
+    ``output_dir/effective_config.json`` (main process), leaves one progress bar
+    (:func:`~helpers.training.callbacks.quiet_progress`) and adds the group log
+    (:class:`~helpers.training.callbacks.GroupLog`, where TRL keeps its generation log). Returns the
+    effective config.
 
-    Required: ``trainer_state.json``, weights (``*.safetensors``/``*.bin``) and optimizer state
-    (``optimizer.pt``), or DeepSpeed's ``global_step*`` folder for both. Every file present is read:
-    JSON parsed, safetensors' header checked against the file's length, ``.pt``/``.pth``/``.bin``
-    zip archives (``torch.save``) checked against their CRC-32s, older pickles loaded on the CPU.
-    """
-    import json
-    import zipfile
-
-    path = Path(path)
-    deepspeed = any(path.glob("global_step*"))
-    required = {
-        "trainer state": [path / "trainer_state.json"],
-        "optimizer state": [path / "optimizer.pt"],
-        "weights": [f for f in (*path.glob("*.safetensors"), *path.glob("*.bin")) if f.name != "training_args.bin"],
-    }
-    for what, files in required.items():
-        if not any(f.is_file() for f in files) and not (deepspeed and what != "trainer state"):
-            return f"no {what} ({', '.join(f.name for f in files) or 'no weights file'} missing)"
-    for file in sorted(f for f in path.rglob("*") if f.is_file()):
-        try:
-            if file.suffix == ".json":
-                json.loads(file.read_text())
-            elif file.suffix == ".safetensors":
-                from safetensors import safe_open
-
-                with safe_open(str(file), "pt"):
-                    pass
-            elif file.suffix in (".pt", ".pth", ".bin"):
-                if not zipfile.is_zipfile(file):  # a truncated zip has lost its directory too
-                    import torch
-
-                    torch.load(file, map_location="cpu", weights_only=False)
-                else:
-                    with zipfile.ZipFile(file) as archive:
-                        bad = archive.testzip()
-                    if bad is not None:
-                        return f"{file.name}: bad CRC in {bad}"
-        except Exception as error:  # truncated, empty, corrupt
-            return f"{file.relative_to(path)}: {type(error).__name__}: {str(error)[:120]}"
-    return None
-
-
-def _checkpoint_step(path) -> int:
-    return int(Path(path).name.split("-", 1)[1])
+    Raises:
+        helpers.training.checks.ConfigRewriteError: TRL or Unsloth changed a chosen setting."""
+    effective = check_config(settings, trainer.args)  # raises before any step if a setting was rewritten
+    if trainer.is_world_process_zero():
+        print("Effective GRPO config (after TRL's and Unsloth's rewrites):\n" + format_config(effective))
+        (Path(output_dir) / EFFECTIVE_CONFIG_FILE).write_text(json.dumps(effective, indent=1) + "\n")
+    quiet_progress(trainer)
+    if hasattr(trainer, "_logs"):  # TRL's generation log, which GroupLog reads
+        trainer.add_callback(GroupLog(Path(output_dir) / GROUPS_FILE, trainer, dataset, profile.num_generations))
+    return effective
 
 
 # --------------------------------------------------------------------------------- trainer

@@ -3,8 +3,9 @@
 Each row: the release, the file in its wheel, the function as defined there, its parameters in
 order (positional-or-keyword, then keyword-only) and whether it also takes ``**kwargs``.
 ``tests/test_gpu_contract.py`` checks every row against the wheels' source (unsloth and
-unsloth_zoo 2026.10.9, ``pip download``-ed by ``tests/pinned_wheels.py``; vllm 0.11.2, 370 MB,
-read when it is in the wheel cache), and that the fakes take their keywords from here alone.
+unsloth_zoo 2026.10.9, ``pip download``-ed by ``tests/pinned_wheels.py``; vllm 0.11.2 against the
+table extracted from its 370 MB wheel and committed, ``tests/data/vllm_table.json``, and against the
+wheel itself when it is in the wheel cache), and that the fakes take their keywords from here alone.
 
 The fakes accept exactly these names. Two deliberate differences, both stricter than the real
 functions: a name that would only reach a real ``**kwargs`` (handed on to transformers or PEFT
@@ -181,6 +182,8 @@ PINNED = {
         2,
         False,
     ),
+    "vllm.LLM.sleep": Row(VLLM, "vllm/entrypoints/llm.py", "LLM.sleep", ("level",), 1, False),
+    "vllm.LLM.wake_up": Row(VLLM, "vllm/entrypoints/llm.py", "LLM.wake_up", ("tags",), 1, False),
 }
 
 CALLS: list[tuple[str, dict]] = []  # (name, keyword arguments) of every call, in order

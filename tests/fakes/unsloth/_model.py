@@ -2,19 +2,71 @@
 
 import copy
 import functools
+import os
+import types
+import weakref
 from pathlib import Path
 
 from pinned import record
 
+GIB = 2**30
+
+
+ENGINES = weakref.WeakSet()  # every fake engine started in this process (the fake GPU counts them)
+
 
 class FakeEngine:
-    """Stands in for the vLLM ``LLM`` inside an Unsloth model."""
+    """Stands in for the vLLM ``LLM`` inside an Unsloth model.
 
-    def __init__(self, seed=0):
+    With sleep mode (``UNSLOTH_VLLM_STANDBY=1``: unsloth_zoo's ``load_vllm`` passes
+    ``enable_sleep_mode=True``) its weights and KV cache live in the fake sleep-mode allocator
+    (``vllm.device_allocator.cumem``): a second such engine in one process fails as vLLM's does, and
+    the memory is held until :meth:`sleep` (the KV cache) or the end of the process (the weights).
+    Without it the engine holds ``WEIGHTS_BYTES + KV_CACHE_BYTES`` until ``delete_vllm``.
+    ``llm_engine.model_executor`` is what ``delete_vllm`` deletes; ``llm_engine.vllm_config.model_config.
+    enable_sleep_mode`` is where Unsloth reads the mode (unsloth/models/rl.py).
+    """
+
+    WEIGHTS_BYTES = int(2.2 * GIB)  # Qwen2.5-3B in Unsloth's 4-bit (docs/t4.md, the memory table)
+    KV_CACHE_BYTES = int(7.8 * GIB)  # the rest of 0.745 x 14.74 GiB
+
+    def __init__(self, seed=0, sleep_mode=False):
+        if sleep_mode:
+            from vllm.device_allocator.cumem import start_engine
+
+            start_engine(self.WEIGHTS_BYTES, self.KV_CACHE_BYTES)  # raises as gpu_worker.py does
+        ENGINES.add(self)
         self.alive = True
         self.seed = seed  # EngineArgs seed: load_vllm's random_state, whose default is 0
+        self.sleep_mode, self.sleeping = sleep_mode, False
+        model_config = types.SimpleNamespace(enable_sleep_mode=sleep_mode)
+        self.llm_engine = types.SimpleNamespace(
+            model_executor=object(), vllm_config=types.SimpleNamespace(model_config=model_config)
+        )
+
+    def held_bytes(self) -> int:
+        """GPU memory this engine holds outside the sleep-mode pools (none with sleep mode)."""
+        return 0 if self.sleep_mode or not self.alive else self.WEIGHTS_BYTES + self.KV_CACHE_BYTES
+
+    def sleep(self, *args, **kwargs):  # LLM.sleep(level=1)
+        record("vllm.LLM.sleep", args, kwargs)
+        if self.sleep_mode and not self.sleeping:  # the executor warns and returns when already asleep
+            from vllm.device_allocator.cumem import CuMemAllocator
+
+            CuMemAllocator.get_instance().sleep()
+            self.sleeping = True
+
+    def wake_up(self, *args, **kwargs):  # LLM.wake_up(tags=None)
+        record("vllm.LLM.wake_up", args, kwargs)
+        if self.sleep_mode and self.sleeping:
+            from vllm.device_allocator.cumem import CuMemAllocator
+
+            CuMemAllocator.get_instance().wake_up()
+            self.sleeping = False
 
     def generate(self, *args, **kwargs):  # LLM.generate; the model's fast_generate is this bound method
+        if self.sleep_mode and self.alive:  # Unsloth's patched generate wakes a sleeping engine first
+            self.wake_up()
         return fast_generate(self, *args, **kwargs)
 
 
@@ -98,8 +150,10 @@ class FastLanguageModel:
         model = AutoModelForCausalLM.from_pretrained(MODEL_DIR, dtype=dtype)
         tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR)
         if call.get("fast_inference"):
-            # load_vllm_kwargs in the same function omit random_state: the engine gets load_vllm's 0.
-            _attach_engine(model, FakeEngine(seed=0))
+            # load_vllm_kwargs in the same function omit random_state: the engine gets load_vllm's 0;
+            # unsloth_zoo load_vllm: enable_sleep_mode = UNSLOTH_VLLM_STANDBY != "0".
+            sleep_mode = os.environ.get("UNSLOTH_VLLM_STANDBY", "0") != "0"
+            _attach_engine(model, FakeEngine(seed=0, sleep_mode=sleep_mode))
         return model, tokenizer
 
     @staticmethod

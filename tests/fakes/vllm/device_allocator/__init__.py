@@ -1,0 +1,1 @@
+"""Fake ``vllm.device_allocator``: only ``cumem``, the sleep-mode allocator."""
