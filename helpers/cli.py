@@ -1,6 +1,6 @@
 """Command line: ``python -m helpers <command>``.
 
-* ``train [--profile P] [--quick] [--max-steps N] [--rewards checked|layout|placebo] [--seed S]
+* ``train [--profile P] [--quick] [--max-steps N] [--rewards checked|layout|placebo|format|shuffled] [--seed S]
   [--cold-start-examples N] [--cold-start DIR] [--output-dir D] [--vllm-server URL]``
   - the main job (:func:`helpers.training.pipeline.run_pipeline`): cold start -> GRPO -> evaluation of
   every stage; prints the stage table and writes ``summary.json``. Also on several GPUs:
@@ -17,7 +17,12 @@
   (``--stage`` is the same option) - GRPO from scratch in plain PyTorch, one variant of the loop
   (:func:`helpers.training.loop_runs.run_variant`, :mod:`helpers.loop`, notebook 07): writes
   ``metrics.csv`` and ``summary.json``.
+* ``ablate --arm NAME --seed S --cold-start DIR [--root D] [--quick]`` - one arm of the ablation
+  (:func:`helpers.training.arms.run_arm`): the cpu recipe with one knob changed, GRPO from the cold
+  start, evaluated on the development sets; writes ``<root>/<arm>/seed<S>/``.
 * ``sync-notebooks`` - rewrite the Colab badge and install cell of every notebook.
+* ``blocks [--check]`` - rewrite the READMEs' generated blocks from ``results/``
+  (:mod:`helpers.evaluation.blocks`); ``--check`` only lists the files that differ (exit 1).
 """
 
 from __future__ import annotations
@@ -228,7 +233,8 @@ def existing_dir(text: str) -> Path:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from helpers.training.profiles import PROFILES  # no torch, no transformers: the backend is imported later
+    from helpers.training.arms import ARMS  # no torch, no transformers
+    from helpers.training.profiles import PROFILES  # the backend is imported later
 
     parser = argparse.ArgumentParser(
         prog="python -m helpers", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -240,10 +246,11 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--max-steps", type=positive_int, help="GRPO steps; default: the profile's")
     train.add_argument(
         "--rewards",
-        choices=["checked", "layout", "placebo"],
+        choices=["checked", "layout", "placebo", "format", "shuffled"],
         default="checked",
-        help="checked (default), the hackable layout-only format rewards, or placebo (a coin "
-        "flip per completion, the control arm)",
+        help="checked (default); layout: the hackable layout-only format rewards; the control arms "
+        "(helpers.control_rewards): placebo (a coin flip per completion), format (no correctness reward), "
+        "shuffled (correctness against another problem's answer)",
     )
     train.add_argument("--seed", type=int, help="training seed (LoRA init, sampling, problems); default: the profile's")
     train.add_argument(
@@ -324,8 +331,20 @@ def build_parser() -> argparse.ArgumentParser:
     scratch.add_argument("--seed", type=int, help="LoRA init and sampling seed (default 3407)")
     scratch.add_argument("--quick", action="store_true", help="smoke size (also: GRPO_QUICK=1)")
     scratch.set_defaults(run=_scratch)
+    ablate = commands.add_parser("ablate", help="one arm of the ablation: the cpu recipe with one knob changed (CPU)")
+    ablate.add_argument("--arm", required=True, choices=list(ARMS), help="the knob to change (helpers.training.arms)")
+    ablate.add_argument("--seed", type=int, default=3407, help="training seed (default 3407)")
+    ablate.add_argument(
+        "--cold-start", required=True, type=existing_dir, help="the merged cold start (outputs/grpo-cpu/cold_start)"
+    )
+    ablate.add_argument("--root", default="outputs/ablation", help="the ablation's folder (default outputs/ablation)")
+    ablate.add_argument("--quick", action="store_true", help="smoke size (also: GRPO_QUICK=1)")
+    ablate.set_defaults(run=_ablate)
     sync = commands.add_parser("sync-notebooks", help="rewrite badges and install cells")
     sync.set_defaults(run=_sync)
+    blocks = commands.add_parser("blocks", help="rewrite the READMEs' numbers and tables from results/")
+    blocks.add_argument("--check", action="store_true", help="only list the files that differ (exit status 1)")
+    blocks.set_defaults(run=_blocks)
     return parser
 
 
@@ -344,6 +363,39 @@ def main(argv: list[str] | None = None) -> int:
         if is_main_process():  # every process of a launch fails alike: one line
             print(f"python -m helpers {args.command}: error: {error}", file=sys.stderr)
         return 2
+
+
+def _ablate(args) -> int:
+    _check_data_dir()
+    from helpers.training.arms import ARMS, run_arm
+    from helpers.training.profiles import quick_requested
+
+    result = run_arm(
+        ARMS[args.arm],
+        args.seed,
+        args.cold_start,
+        args.root,
+        quick=args.quick or quick_requested(),
+        command=" ".join(["python -m helpers", *args.argv]),
+    )
+    for name, s in result["sets"].items():
+        before = result["cold_start_sets"][name]
+        print(f"{args.arm}, seed {args.seed}, {name}: cold start {before['correct']} -> {s['correct']} of {s['n']}")
+    print(f"cost: {result['cost']}")
+    return 0
+
+
+def _blocks(args) -> int:
+    from helpers.evaluation import blocks
+
+    if args.check:
+        stale = blocks.stale()
+        for path in stale:
+            print(f"{path} differs from results/: run python -m helpers blocks")
+        return 1 if stale else 0
+    for path in blocks.write():
+        print(f"rewrote the generated blocks of {path}")
+    return 0
 
 
 def _check_data_dir() -> None:

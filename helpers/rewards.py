@@ -387,20 +387,6 @@ LAYOUT_REWARD_FUNCS = [
 ]
 
 
-def random_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list[float]:
-    """Placebo: 1.0 or 0.0 by a fair coin that knows nothing of the problem (Shao et al. 2025,
-    "Spurious Rewards: Rethinking Training Signals in RLVR", random rewards). The coin is the first
-    bit of a SHA-256 of the completion text, so the same completion always gets the same reward
-    (reproducible, independent of call order) and distinct completions are uncorrelated with being
-    right. GRPO with it at the same budget tells what training does with no signal at all."""
-    import hashlib
-
-    return [float(hashlib.sha256(("placebo|" + t).encode()).digest()[0] & 1) for t in completion_texts(completions)]
-
-
-REWARD_SETS = {"checked": REWARD_FUNCS, "layout": LAYOUT_REWARD_FUNCS, "placebo": [random_reward_func]}
-
-
 def short_name(func) -> str:
     """``original_strict_format_reward_func`` -> ``strict``: the column name in :func:`reward_table`."""
     name = getattr(func, "__name__", str(func))

@@ -178,3 +178,12 @@ def test_pass_at_k_command_reaches_evaluate_run_with_the_run_folder(monkeypatch,
     assert main(["pass-at-k", "--run", str(tmp_path), "--profile", "cpu", "--n", "4", "--problems", "2"]) == 0
     assert calls == [(tmp_path, "cpu", 4, 2)]
     assert "pass@1 25.0 %, pass@8 50.0 %" in capsys.readouterr().out
+
+
+def test_every_reward_set_can_be_asked_for_by_name():
+    from helpers.cli import build_parser
+    from helpers.control_rewards import REWARD_SETS
+
+    train = build_parser()._subparsers._group_actions[0].choices["train"]
+    [rewards] = [a for a in train._actions if a.dest == "rewards"]
+    assert sorted(rewards.choices) == sorted(REWARD_SETS)

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from helpers import control_rewards as C
 from helpers import rewards as R
 from helpers.course_format import extract_hash_answer
 from helpers.grading import GradingWarning
@@ -228,7 +229,7 @@ def test_prompts_of_the_wrong_length_are_an_error():
 
 
 def test_reward_sets_differ_only_in_the_format_and_integer_rewards():
-    assert R.REWARD_SETS["checked"] is R.REWARD_FUNCS and R.REWARD_SETS["layout"] is R.LAYOUT_REWARD_FUNCS
+    assert C.REWARD_SETS["checked"] is R.REWARD_FUNCS and C.REWARD_SETS["layout"] is R.LAYOUT_REWARD_FUNCS
     assert R.REWARD_FUNCS[4:] == R.LAYOUT_REWARD_FUNCS[4:]  # the same correctness reward
     assert [f.__name__ for f in R.LAYOUT_REWARD_FUNCS[:4]] == ["layout_" + f.__name__ for f in R.REWARD_FUNCS[:4]]
 
@@ -319,9 +320,27 @@ def test_reward_table_sums_each_function_per_completion():
 
 def test_the_placebo_is_a_fair_coin_that_ignores_the_answer():
     texts = [formatted(str(i)) for i in range(400)]
-    paid = R.random_reward_func(completions=texts, answer=["7"] * 400)
+    paid = C.random_reward_func(completions=texts, answer=["7"] * 400)
     assert set(paid) == {0.0, 1.0} and 0.4 < sum(paid) / 400 < 0.6
-    assert R.random_reward_func(completions=texts[:5]) == paid[:5]  # the same text, the same coin
+    assert C.random_reward_func(completions=texts[:5]) == paid[:5]  # the same text, the same coin
     right = R.correctness_reward_func(completions=texts, answer=["7"] * 400)
     assert right.count(2.0) == 1  # only "7" is right; the coin does not look
-    assert R.REWARD_SETS["placebo"] == [R.random_reward_func]
+    assert C.REWARD_SETS["placebo"] == [C.random_reward_func]
+
+
+def test_the_control_sets_take_away_correctness_or_grade_against_another_problem():
+    assert C.FORMAT_REWARD_FUNCS == R.REWARD_FUNCS[:4]  # the course's rewards, correctness left out
+    assert C.REWARD_SETS["shuffled"][:4] == C.FORMAT_REWARD_FUNCS
+    prompts = [[{"role": "user", "content": q}] for q in ("p1", "p1", "p2", "p2", "p3", "p3")]
+    answers = ["5", "5", "9", "9", "12", "12"]
+    right = [formatted(a) for a in answers]  # every completion right for its own problem
+    assert C.shuffled_correctness_reward_func(prompts, right, answers) == [0.0] * 6
+    # graded against the next problem's label: p1's against 9, p2's against 12, p3's against 5
+    nexts = [formatted(a) for a in ("9", "9", "12", "12", "5", "5")]
+    assert C.shuffled_correctness_reward_func(prompts, nexts, answers) == [2.0] * 6
+    # two problems with the same label are still two problems (blocks follow the prompts)
+    same = ["7", "7", "7", "7"]
+    assert C.shuffled_correctness_reward_func(prompts[:4], [formatted("7")] * 4, same) == [2.0] * 4
+    assert C.shuffled_correctness_reward_func(prompts[:2], right[:2], answers[:2]) == [0.0, 0.0]  # one problem
+    with pytest.raises(ValueError, match="gold answers"):
+        C.shuffled_correctness_reward_func(prompts, right, answers[:2])

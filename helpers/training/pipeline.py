@@ -6,7 +6,7 @@ the run's folder (default ``outputs/grpo-<profile>``):
 * ``cold_start/`` - the merged cold-start model (:mod:`helpers.training.cold_start`), when the profile has
   one, and ``cold_start_metrics.csv`` (its SFT loss per step);
 * ``lora_adapter/``, ``metrics.csv``, ``training_curves.png`` - GRPO (:func:`helpers.training.trainer.train`)
-  on top of the cold start, which is also the reference model, on the profile's curriculum
+  on top of the cold start (also the reference model when ``beta > 0``), on the profile's curriculum
   (:func:`helpers.data.problem_sets.grpo_prompts`) with the held-out accuracy every few steps
   (:class:`helpers.training.callbacks.HeldoutAccuracy`);
 * ``summary.json`` and ``eval_records.jsonl`` - the base model, the cold start and cold start + GRPO
@@ -99,7 +99,7 @@ def run_pipeline(
             (:func:`helpers.training.distributed.check_launch`: e.g. a global batch of partial groups).
         FileNotFoundError: ``cold_start_dir`` has no model.
     """
-    from helpers.rewards import REWARD_SETS
+    from helpers.control_rewards import REWARD_SETS
     from helpers.training.cold_start import train_cold_start
     from helpers.training.distributed import check_launch, is_main_process, zero3_launch
     from helpers.training.trainer import train
@@ -205,7 +205,7 @@ def run_pipeline(
 def evaluate_stages(profile: Profile, model, tokenizer, adapter_dir, *, has_cold_start: bool, model_path=None):
     """Evaluate every stage greedily on the profile's first ``eval_questions`` GSM8K test questions, its
     course-written test problems in distribution (:func:`eval_problem_set`) and of the transfer family
-    (:func:`transfer_problem_set`). The base model, which never writes the answer format (0 of 256
+    (:func:`transfer_problem_set`). The base model, which never writes the answer format (none of the
     course-written problems in ``results/cpu-curriculum``), is evaluated on GSM8K only.
 
     ``model`` is the trained policy (PEFT, or Unsloth with vLLM): with its adapter off it is the

@@ -1,0 +1,50 @@
+"""helpers.evaluation.ablation: each arm against the reference of the same seed, per seed and pooled."""
+
+import json
+import math
+
+import pytest
+
+from helpers.evaluation import ablation
+from helpers.training.arms import ARMS
+
+
+def _run(root, arm, seed, correct, seconds=40.0):
+    out = root / arm / f"seed{seed}"
+    out.mkdir(parents=True)
+    result = {"arm": arm, "seed": seed, "knob": ARMS[arm].knob, "predicted": ARMS[arm].predicted}
+    result["cost"] = {"seconds_per_step": seconds, "peak_rss_gib": 10.0}
+    (out / "result.json").write_text(json.dumps(result))
+    rows = [{"set": "dev", "index": i, "correct": c} for i, c in enumerate(correct)]
+    (out / "outcomes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reversed(rows)))  # any order
+
+
+def test_an_arm_is_compared_with_the_reference_of_its_seed(tmp_path):
+    _run(tmp_path, "reference", 1, [1, 1, 0, 0, 0, 0])
+    _run(tmp_path, "reference", 2, [1, 0, 0, 0, 0, 0])
+    _run(tmp_path, "beta", 1, [1, 1, 1, 1, 1, 0], seconds=52.0)  # 3 more right, none lost
+    _run(tmp_path, "beta", 2, [0, 1, 1, 0, 0, 0], seconds=48.0)  # +1: 2 gained, 1 lost
+    _run(tmp_path, "placebo", 3, [0, 0, 0, 0, 0, 0])  # no reference of seed 3: left out
+    runs = ablation.read_arms(tmp_path)
+    seeds = ablation.per_seed(runs)
+    assert list(seeds["seed"]) == [1, 2] and list(seeds["diff"]) == [3, 1]
+    assert list(seeds["only_arm"]) == [3, 2] and list(seeds["only_reference"]) == [0, 1]
+    assert seeds["p"].iloc[0] == pytest.approx(0.25)  # 2 * (1/2)^3
+    table = ablation.pooled(runs)
+    beta = table.loc["beta"]
+    half = 12.706 * math.sqrt(2) / math.sqrt(2)  # t_{0.975,1} * sd / sqrt(n), sd of (3, 1) = sqrt(2)
+    assert (beta["diff"], beta["low"], beta["high"]) == pytest.approx((2.0, 2.0 - half, 2.0 + half))
+    assert beta["p"] == pytest.approx(0.21875)  # 5 problems for beta, 1 against: 2 * (C(6,0) + C(6,1)) / 2^6
+    assert beta["seconds_per_step"] == 50.0 and table.loc["reference", "seconds_per_step"] == 40.0
+    assert list(table.index) == ["reference", "beta"]
+    ax = ablation.plot_forest(runs)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["beta"]
+
+
+def test_runs_of_different_problems_are_refused_and_an_empty_folder_is_an_error(tmp_path):
+    _run(tmp_path, "reference", 1, [1, 0])
+    _run(tmp_path, "beta", 1, [1, 0, 1])
+    with pytest.raises(ValueError, match="not the same set"):
+        ablation.per_seed(ablation.read_arms(tmp_path))
+    with pytest.raises(FileNotFoundError, match="no arm run"):
+        ablation.read_arms(tmp_path / "empty")
