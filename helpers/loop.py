@@ -1,20 +1,28 @@
 """GRPO from scratch: the whole training loop in plain PyTorch on a PEFT LoRA policy (notebook 07).
 
+Notebook 07 writes every function from :func:`tokenize_prompts` to :func:`train_from_scratch` out in its
+cells; this module is the importable copy for the longer runs (``python -m helpers scratch``,
+``experiments/scratch_variants.py``). ``tests/test_loop_notebook.py`` fails when the two differ in anything
+but docstrings, comments and layout: change both together.
+
 One *step* is one AdamW step on the LoRA, as TRL counts steps. Every ``num_iterations`` steps a new
 batch is sampled; the steps in between reuse it (the ratio then departs from 1 and the clip matters):
 
 1. **sample** (:func:`sample_completions`): ``model.generate`` with its KV cache, G completions per
    prompt (each prompt repeated G times), then the mask ends each completion at its first stop token;
 2. **score** (:func:`score_completions`): the reward functions, called as TRL calls them;
-3. **advantages** (:func:`helpers.grpo.group_advantages`): reward minus the group mean, divided by the
-   group's std (``scale_std``) or not (REINFORCE with the group mean as its baseline);
+3. **advantages** (:func:`compute_advantages`): reward minus the group mean, divided by the group's std
+   (``scale_std``) or not (REINFORCE with the group mean as its baseline);
 4. **log-probs without gradient** (:func:`prepare_batch`): the old policy (the weights that sampled,
    only when ``num_iterations > 1``) and the reference model (the same PEFT model with its adapter
    off, ``disable_adapter()``);
-5. **loss** (:func:`helpers.grpo.grpo_loss`): clipped surrogate + beta x k3 KL, averaged as ``loss_type``
+5. **loss** (:func:`compute_grpo_loss`): clipped surrogate + beta x k3 KL, averaged as ``loss_type``
    says, then backward, gradient clipping and one AdamW step (:func:`optimizer_step`).
 
-:func:`train_from_scratch` is the loop that calls them. :data:`VARIANTS` names four configs, each the
+Steps 3 to 5 are written out in plain PyTorch with the operations of :mod:`helpers.grpo`
+(``group_advantages``, ``completion_logps``, ``grpo_loss``) in the same order: ``tests/test_loop.py`` checks
+them equal bit for bit. :func:`train_from_scratch` is the loop that calls them (:func:`sample_batch` for steps
+1 to 4). :data:`VARIANTS` names four configs, each the
 one before plus one piece: ``reinforce`` (group-mean baseline), ``std`` (+ the std division), ``clip``
 (+ each batch used twice, clipped), ``kl`` (+ the k3 KL to the reference).
 
@@ -23,7 +31,8 @@ Design choices, each named (DeepSeekMath = Shao et al. 2024, §4.1 eq. 3-4; TRL 
 * advantages: DeepSeekMath divides by the group's std; TRL too (``scale_rewards="group"``, std + 1e-4);
   the loop does either (``scale_std``). Rewards in float32, as TRL keeps them; a group of equal rewards
   gets advantages of exactly 0 (TRL: 0 up to rounding).
-* old policy: DeepSeekMath samples with pi_old and takes several steps per batch; TRL stores the old
+* old policy: DeepSeekMath's Algorithm 1 allows several steps per batch sampled with pi_old, but its
+  experiments take one (§4.2: "a single update following each exploration stage"); TRL stores the old
   log-probs only when a batch is reused (``num_iterations > 1``), else rho = 1 (``logp.detach()``); the
   loop does the same.
 * KL: DeepSeekMath adds beta x k3 to the loss per token (eq. 4), TRL too, and so does the loop, which
@@ -176,8 +185,23 @@ class Batch:
     reward_names: list = field(default_factory=list)
 
 
+@dataclass
+class LoopRun:
+    """What :func:`train_from_scratch` measured: one dict per step (:data:`METRIC_COLUMNS`; step 0 holds
+    the held-out accuracy before training), the held-out curve ``[(step, values)]``, the seconds it took,
+    and the files a caller wrote (:mod:`helpers.training.loop_runs`)."""
+
+    rows: list
+    heldout: list
+    seconds: float
+    metrics_csv: Path | None = None
+    summary_json: Path | None = None
+
+
 # ------------------------------------------------------------------------------------------- 1. sample
-def tokenize_prompts(tokenizer, prompts: list) -> tuple[torch.Tensor, torch.Tensor]:
+# Notebook 07 writes out every function from here to train_from_scratch in its cells;
+# tests/test_loop_notebook.py fails when a cell's function and this one differ (docstrings and comments aside).
+def tokenize_prompts(tokenizer, prompts):
     """Chat prompts (message lists) -> ``(prompt_ids, prompt_mask)``, each ``(N, P)``, left-padded, as TRL
     tokenizes them (chat template with the assistant turn opened, no extra special tokens)."""
     texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
@@ -185,12 +209,18 @@ def tokenize_prompts(tokenizer, prompts: list) -> tuple[torch.Tensor, torch.Tens
     return enc["input_ids"], enc["attention_mask"]
 
 
+def decode_completions(tokenizer, completion_ids):
+    """The decoded completions, special tokens skipped, as TRL gives them to the reward functions."""
+    return tokenizer.batch_decode(completion_ids, skip_special_tokens=True)  # generate pads after the end
+
+
 @torch.no_grad()
-def sample_completions(model, tokenizer, prompt_ids, prompt_mask, config: LoopConfig):
+def sample_completions(model, tokenizer, prompt_ids, prompt_mask, config):
     """G completions of each prompt with ``model.generate`` (KV cache, ``softmax(logits / T)``, no top-k).
 
     Args:
         prompt_ids, prompt_mask: ``(N, P)`` distinct prompts, left-padded.
+        config: a :class:`LoopConfig` (G, length limit, temperature, top-p).
 
     Returns:
         ``(prompt_ids, prompt_mask, completion_ids, completion_mask)``: ``(B, P)`` with B = N x G (each
@@ -200,7 +230,7 @@ def sample_completions(model, tokenizer, prompt_ids, prompt_mask, config: LoopCo
     from transformers import GenerationConfig
 
     stops = grpo.stop_token_ids(tokenizer, getattr(model, "generation_config", None))
-    ids = prompt_ids.repeat_interleave(config.num_generations, dim=0)  # (B, P)
+    ids = prompt_ids.repeat_interleave(config.num_generations, dim=0)  # (B, P): each prompt G times
     mask = prompt_mask.repeat_interleave(config.num_generations, dim=0)
     settings = GenerationConfig(
         max_new_tokens=config.max_new_tokens,
@@ -222,13 +252,8 @@ def sample_completions(model, tokenizer, prompt_ids, prompt_mask, config: LoopCo
     return ids, mask, completion_ids, grpo.completion_mask(completion_ids, stops)
 
 
-def decode_completions(tokenizer, completion_ids) -> list[str]:
-    """The decoded completions, special tokens skipped, as TRL gives them to the reward functions."""
-    return tokenizer.batch_decode(completion_ids, skip_special_tokens=True)  # generate pads after the end
-
-
 # -------------------------------------------------------------------------------------------- 2. score
-def score_completions(reward_funcs, rows: list[dict], completions: list[str], completion_ids, completion_mask):
+def score_completions(reward_funcs, rows, completions, completion_ids, completion_mask):
     """Each reward function on each completion, called as TRL 0.22.2 calls it: ``f(prompts=, completions=
     (conversational), completion_ids=, **columns)`` with every other column of ``rows`` (``answer``, ...).
 
@@ -256,55 +281,125 @@ def score_completions(reward_funcs, rows: list[dict], completions: list[str], co
     return out
 
 
-# ------------------------------------------------------------------------ 3-4. advantages, old and ref
-def batch_logps(model, batch: Batch, config: LoopConfig) -> torch.Tensor:
+# --------------------------------------------------------------------------------------- 3. advantages
+def compute_advantages(rewards, config):
+    """``(B,)`` group-relative advantages from ``(B, F)`` rewards (their ``nansum`` is a completion's reward):
+    reward minus its group's mean, divided by the group's std + 1e-4 when ``config.scale_std`` (GRPO; the std
+    with divisor G - 1, as TRL's ``scale_rewards="group"``), else not (REINFORCE with the group mean as its
+    baseline). A group of equal rewards gets exactly 0. The same numbers as
+    :func:`helpers.grpo.group_advantages` (``tests/test_loop.py`` checks them bit for bit).
+
+    Raises:
+        ValueError: an infinite reward (it would make its whole group's advantages NaN).
+    """
+    grouped = rewards.nansum(1).view(-1, config.num_generations)  # (prompts, G): a group per row
+    if not torch.isfinite(grouped).all():
+        raise ValueError("a reward is infinite: its group's advantages would be NaN")
+    advantages = grouped - grouped.mean(1, keepdim=True)  # the group mean is the baseline
+    if config.scale_std:  # GRPO: divide by the group's std (divisor G - 1), plus 1e-4 as TRL
+        advantages = advantages / (grouped.std(1, keepdim=True) + 1e-4)
+    all_equal = (grouped == grouped[:, :1]).all(1, keepdim=True)  # (prompts, 1): a group that teaches nothing
+    return torch.where(all_equal, 0.0, advantages).flatten()  # (B,)
+
+
+# --------------------------------------------------------------------- 4. log-probs: old, reference
+def batch_logps(model, batch, config):
     """``(B, T)`` log-probs of the completion tokens under ``model`` at the sampling temperature (with
-    gradients unless under ``no_grad``): one pass over ``[prompt, completion]``
-    (:func:`helpers.grpo.completion_logps`). The functions below take another one of the same signature
-    as ``logps``, e.g. :func:`helpers.training.fast_rollouts.shared_batch_logps` (one prompt pass per group)."""
-    return grpo.completion_logps(
-        model, batch.prompt_ids, batch.prompt_mask, batch.completion_ids, batch.completion_mask, config.temperature
-    )
+    gradients unless under ``no_grad``): one pass over ``[prompt, completion]`` without position ids, as TRL
+    does it; only the last T + 1 positions are projected to logits. The same numbers as
+    :func:`helpers.grpo.completion_logps`. Functions of the same signature can replace it as ``logps``, e.g.
+    :func:`helpers.training.fast_rollouts.shared_batch_logps` (one prompt pass per group)."""
+    ids = torch.cat([batch.prompt_ids, batch.completion_ids], dim=1)  # (B, P + T)
+    mask = torch.cat([batch.prompt_mask, batch.completion_mask], dim=1)
+    width = batch.completion_ids.size(1)  # T
+    logits = model(input_ids=ids, attention_mask=mask, logits_to_keep=width + 1, use_cache=False).logits
+    logits = logits[:, -width - 1 : -1]  # (B, T, V): the logits at position t score completion token t
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32)) / config.temperature
+    taken = logits.gather(-1, batch.completion_ids.unsqueeze(-1)).squeeze(-1)  # (B, T)
+    return taken - torch.logsumexp(logits, dim=-1)  # log softmax(logits / T)[token]
 
 
 def prepare_batch(
-    model,
-    prompt_ids,
-    prompt_mask,
-    completion_ids,
-    completion_mask,
-    rewards,
-    config: LoopConfig,
-    reward_names=(),
-    logps=batch_logps,
-) -> Batch:
-    """Advantages from the rewards, then the no-gradient log-probs: old policy (``num_iterations > 1``)
-    and reference (adapter off; when ``beta > 0`` or ``log_kl``).
+    model, prompt_ids, prompt_mask, completion_ids, completion_mask, rewards, config, reward_names=(), logps=batch_logps
+):
+    """A :class:`Batch`: the advantages (:func:`compute_advantages`), then the no-gradient log-probs: old policy
+    (``num_iterations > 1``) and reference model (adapter off; when ``beta > 0`` or ``log_kl``).
 
     Args:
         rewards: ``(B, F)`` per reward function (their sum is the reward), or ``(B,)``.
-
-    Raises:
-        ValueError: shapes that do not fit (from :func:`helpers.grpo.group_advantages`).
     """
-    rewards = rewards if rewards.dim() == 2 else rewards[:, None]
-    total = rewards.nansum(1)  # (B,)
-    advantages = grpo.group_advantages(total, config.num_generations, "group" if config.scale_std else "none")
+    rewards = rewards if rewards.dim() == 2 else rewards[:, None]  # (B, F)
+    advantages = compute_advantages(rewards, config)  # (B,)
     batch = Batch(
         prompt_ids, prompt_mask, completion_ids, completion_mask, rewards, advantages, reward_names=list(reward_names)
     )
     with torch.no_grad():
-        if config.num_iterations > 1:
-            batch.old_logps = logps(model, batch, config)  # pi_old = the weights that sampled
+        if config.num_iterations > 1:  # the batch serves several steps: keep the sampling weights' log-probs
+            batch.old_logps = logps(model, batch, config)  # pi_old
         if config.beta > 0 or config.log_kl:
             with model.disable_adapter():  # pi_ref = the policy without its LoRA
                 batch.ref_logps = logps(model, batch, config)
     return batch
 
 
-# ------------------------------------------------------------------------------------- 5. loss and step
-def make_optimizer(model, config: LoopConfig) -> torch.optim.AdamW:
-    """torch's AdamW on the trainable (LoRA) parameters, weight decay on all of them."""
+# ------------------------------------------------------------------------------------ 5. loss and step
+def compute_grpo_loss(policy_logps, batch, config):
+    """The GRPO loss of a batch and its statistics: per token -min(rho A, clip(rho, 1 - eps, 1 + eps) A) +
+    beta x k3 (DeepSeekMath eq. 3 and 4), averaged as ``config.loss_type`` says (``"grpo"``: 1/|o_i| per
+    completion, then the mean). The same numbers as :func:`helpers.grpo.grpo_loss` (``tests/test_loop.py``
+    checks them bit for bit); ``old_logps`` None means rho = 1 (``logp.detach()``).
+
+    Returns:
+        ``(loss, stats)``: a 0-d tensor, and :func:`loss_stats`.
+    """
+    real = batch.completion_mask.bool()  # (B, T)
+    logp = policy_logps.where(real, 0.0)  # (B, T) log pi_theta, with gradients; padding set to 0
+    old = logp.detach() if batch.old_logps is None else batch.old_logps.where(real, 0.0)  # log pi_old
+    ratio = torch.exp(logp - old)  # (B, T) rho: exactly 1 in value on a fresh batch
+    advantages = batch.advantages[:, None]  # (B, 1): every token of o_i gets A_i
+    clipped = ratio.clamp(1 - config.epsilon, 1 + config.epsilon)
+    per_token = -torch.min(ratio * advantages, clipped * advantages)  # (B, T) the clipped surrogate, negated
+    k3 = None
+    if batch.ref_logps is not None:
+        log_ratio = (batch.ref_logps.where(real, 0.0) - logp).clamp(max=grpo.MAX_LOG_RATIO)  # log pi_ref - log pi
+        k3 = (torch.expm1(log_ratio) - log_ratio).clamp(min=0.0)  # e^r - r - 1 >= 0
+        if config.beta > 0:
+            per_token = per_token + config.beta * k3
+    mask = batch.completion_mask.to(per_token.dtype)
+    if config.loss_type == "grpo":  # 1/|o_i| per completion, then the mean over the batch
+        loss = ((per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).mean()
+    else:  # dr_grpo, bnpo, dapo (notebook 02)
+        loss = grpo.aggregate_loss(per_token, batch.completion_mask, config.loss_type, config.max_new_tokens)
+    return loss, loss_stats(ratio, k3, batch, config)
+
+
+def loss_stats(ratio, k3, batch, config):
+    """Token means, named as TRL logs them: ``kl`` (k3; NaN without reference log-probs), ``clip_ratio/low_mean``
+    (rho < 1 - eps with A < 0), ``clip_ratio/high_mean`` (rho > 1 + eps with A > 0), ``clip_ratio/region_mean``
+    (either: these tokens get no gradient) and ``ratio_mean``."""
+    real = batch.completion_mask.bool()
+    advantages = batch.advantages[:, None]
+    low = (ratio < 1 - config.epsilon) & (advantages < 0)
+    high = (ratio > 1 + config.epsilon) & (advantages > 0)
+
+    def token_mean(x):
+        return ((x.detach().to(ratio.dtype) * real).sum() / real.sum().clamp(min=1)).item()
+
+    return {
+        "kl": float("nan") if k3 is None else token_mean(k3),
+        "clip_ratio/low_mean": token_mean(low),
+        "clip_ratio/high_mean": token_mean(high),
+        "clip_ratio/region_mean": token_mean(low | high),
+        "ratio_mean": token_mean(ratio),
+    }
+
+
+def make_optimizer(model, config):
+    """torch's AdamW on the trainable (LoRA) parameters, weight decay on all of them.
+
+    Raises:
+        ValueError: the model has no trainable parameter.
+    """
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("the model has no trainable parameters (no LoRA?)")
@@ -317,32 +412,21 @@ def make_optimizer(model, config: LoopConfig) -> torch.optim.AdamW:
     )
 
 
-def optimizer_step(model, optimizer, batch: Batch, config: LoopConfig, logps=batch_logps) -> dict:
-    """Loss (clipped surrogate + beta x k3), backward, gradient clipping, one AdamW step.
+def optimizer_step(model, optimizer, batch, config, logps=batch_logps):
+    """The policy's log-probs (the only pass with gradients), the loss (:func:`compute_grpo_loss`), backward,
+    gradient clipping, one AdamW step.
 
     Returns:
-        ``{"loss", "grad_norm" (before clipping, as TRL logs it), "kl", "clip_ratio/...", "ratio_mean",
-        "seconds/loss_backward", "seconds/rest"}``.
+        ``{"loss", "grad_norm" (before clipping, as TRL logs it), **loss_stats, "seconds/loss_backward",
+        "seconds/rest"}``.
     """
     model.train()
     started = time.perf_counter()
-    policy_logps = logps(model, batch, config)  # (B, T), with gradients
-    loss, stats = grpo.grpo_loss(
-        policy_logps,
-        batch.old_logps,
-        batch.ref_logps,
-        batch.advantages,
-        batch.completion_mask,
-        config.beta,
-        config.epsilon,
-        None,
-        config.loss_type,
-        config.max_new_tokens,
-    )
+    loss, stats = compute_grpo_loss(logps(model, batch, config), batch, config)
     loss.backward()
     backward_done = time.perf_counter()
     params = [p for group in optimizer.param_groups for p in group["params"]]
-    grad_norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
+    grad_norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)  # returns the norm before clipping
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     return {
@@ -354,23 +438,57 @@ def optimizer_step(model, optimizer, batch: Batch, config: LoopConfig, logps=bat
     }
 
 
-@dataclass
-class LoopRun:
-    """What :func:`train_from_scratch` measured: one dict per step (:data:`METRIC_COLUMNS`; step 0 holds
-    the held-out accuracy before training), the held-out curve ``[(step, values)]``, the seconds it took,
-    and the files a caller wrote (:mod:`helpers.training.loop_runs`)."""
+# ------------------------------------------------------------------------------------------- the loop
+def sample_batch(model, tokenizer, rows, config, reward_funcs, logps=batch_logps):
+    """Steps 1 to 4 for ``rows`` (the batch's ``prompts_per_step`` dataset rows): sample, score, advantages,
+    old and reference log-probs. Returns ``(batch, {"seconds/generation", "seconds/logps_no_grad"})``."""
+    started = time.perf_counter()
+    prompt_ids, prompt_mask = tokenize_prompts(tokenizer, [r["prompt"] for r in rows])
+    ids, mask, completion_ids, completion_mask = sample_completions(model, tokenizer, prompt_ids, prompt_mask, config)
+    sampled = time.perf_counter()
+    texts = decode_completions(tokenizer, completion_ids)
+    repeated = [r for r in rows for _ in range(config.num_generations)]  # a row for each completion
+    rewards = score_completions(reward_funcs, repeated, texts, completion_ids, completion_mask)
+    scored = time.perf_counter()
+    names = [f.__name__ for f in reward_funcs]
+    batch = prepare_batch(model, ids, mask, completion_ids, completion_mask, rewards, config, names, logps)
+    times = {"seconds/generation": sampled - started, "seconds/logps_no_grad": time.perf_counter() - scored}
+    return batch, times
 
-    rows: list
-    heldout: list
-    seconds: float
-    metrics_csv: Path | None = None
-    summary_json: Path | None = None
+
+def batch_stats(batch, config):
+    """The batch's logged numbers: reward (mean, group std, per function), the share of groups with
+    equal rewards, completion lengths (mean, max) and the share of completions cut at the limit."""
+    total = batch.rewards.nansum(1)
+    lengths = batch.completion_mask.sum(1).float()
+    grouped = total.view(-1, config.num_generations)
+    out = {
+        "reward": total.mean().item(),
+        "reward_std": grouped.std(1).mean().item(),
+        "frac_reward_zero_std": (grouped == grouped[:, :1]).all(1).float().mean().item(),
+        "completions/mean_length": lengths.mean().item(),
+        "completions/max_length": lengths.max().item(),
+        "completions/clipped_ratio": (lengths >= config.max_new_tokens).float().mean().item(),  # at the limit
+    }
+    for j, name in enumerate(batch.reward_names):
+        out[f"rewards/{name}/mean"] = batch.rewards[:, j].nanmean().item()
+    return out
+
+
+def step_line(row):
+    """One step's line of the log."""
+    held = f", held-out {row['heldout/accuracy']:.0%}" if "heldout/accuracy" in row else ""
+    return (
+        f"step {row['step']:3d}: reward {row['reward']:.3f}, kl {row['kl']:.4f}, clipped "
+        f"{row['clip_ratio/region_mean']:.1%}, length {row['completions/mean_length']:.0f}, "
+        f"grad norm {row['grad_norm']:.3f}, {row['step_time_s']:.1f} s{held}"
+    )
 
 
 def train_from_scratch(
-    model, tokenizer, config: LoopConfig, prompts, *, reward_funcs=None, evaluate=None, logps=batch_logps, log=print
-) -> LoopRun:
-    """The GRPO loop: ``config.steps`` AdamW steps, a new batch every ``num_iterations`` steps.
+    model, tokenizer, config, prompts, *, reward_funcs=None, evaluate=None, logps=batch_logps, log=print
+):
+    """The GRPO loop: ``config.steps`` AdamW steps, a new batch (:func:`sample_batch`) every ``num_iterations``.
 
     Args:
         model: a PEFT LoRA policy (its adapter off is the reference model); tokenizer: its tokenizer.
@@ -383,77 +501,36 @@ def train_from_scratch(
         logps: the log-prob pass, :func:`batch_logps` or one of its signature.
         log: a print function for one line per step (None: silent).
 
+    Returns:
+        a :class:`LoopRun`: one row per step (:data:`METRIC_COLUMNS`; step 0 holds the held-out accuracy before
+        training) and the held-out curve.
+
     Raises:
         ValueError: fewer prompts than the run needs.
     """
-    reward_funcs = list(REWARD_FUNCS if reward_funcs is None else reward_funcs)
-    names = [f.__name__ for f in reward_funcs]
-    prompts = list(prompts)
-    if len(prompts) < config.rollouts * config.prompts_per_step:
-        raise ValueError(f"{len(prompts)} prompts for {config.rollouts} batches of {config.prompts_per_step}")
-    optimizer = make_optimizer(model, config)
-    rows, curve, started, batch = [], [], time.perf_counter(), None
+    reward_funcs, n = list(REWARD_FUNCS if reward_funcs is None else reward_funcs), config.prompts_per_step
+    prompts = list(prompts)  # a datasets.Dataset too
+    if len(prompts) < config.rollouts * n:
+        raise ValueError(f"{len(prompts)} prompts for {config.rollouts} batches of {n}")
+    optimizer, rows, curve, started = make_optimizer(model, config), [], [], time.perf_counter()
     if evaluate is not None:
-        values = evaluate(model)
-        curve.append((0, values))
-        rows.append({"step": 0, **values})
+        curve.append((0, evaluate(model)))  # the held-out accuracy before training
+        rows.append({"step": 0, **curve[-1][1]})
     for step in range(1, config.steps + 1):
-        t0, times = time.perf_counter(), {"seconds/generation": 0.0, "seconds/logps_no_grad": 0.0}
-        if (step - 1) % config.num_iterations == 0:  # a new batch; the other steps reuse it
-            rollout = (step - 1) // config.num_iterations
-            group_rows = prompts[rollout * config.prompts_per_step : (rollout + 1) * config.prompts_per_step]
-            prompt_ids, prompt_mask = tokenize_prompts(tokenizer, [r["prompt"] for r in group_rows])
-            ids, mask, completion_ids, completion_mask = sample_completions(
-                model, tokenizer, prompt_ids, prompt_mask, config
+        step_started, rollout = time.perf_counter(), (step - 1) // config.num_iterations
+        if (step - 1) % config.num_iterations == 0:  # a new batch; the next num_iterations - 1 steps reuse it
+            batch, times = sample_batch(
+                model, tokenizer, prompts[rollout * n : (rollout + 1) * n], config, reward_funcs, logps
             )
-            times["seconds/generation"] = time.perf_counter() - t0
-            texts = decode_completions(tokenizer, completion_ids)
-            repeated = [r for r in group_rows for _ in range(config.num_generations)]
-            rewards = score_completions(reward_funcs, repeated, texts, completion_ids, completion_mask)
-            t1 = time.perf_counter()
-            batch = prepare_batch(model, ids, mask, completion_ids, completion_mask, rewards, config, names, logps)
-            times["seconds/logps_no_grad"] = time.perf_counter() - t1
+        else:
+            times = {"seconds/generation": 0.0, "seconds/logps_no_grad": 0.0}
         stats = optimizer_step(model, optimizer, batch, config, logps)
-        row = {
-            "step": step,
-            "rollout": (step - 1) // config.num_iterations,
-            **batch_stats(batch, config),
-            **stats,
-            **times,
-        }
-        row["step_time_s"] = time.perf_counter() - t0
+        row = {"step": step, "rollout": rollout, **batch_stats(batch, config), **stats, **times}
+        row["step_time_s"] = time.perf_counter() - step_started
         if evaluate is not None and (step % config.heldout_every == 0 or step == config.steps):
-            values = evaluate(model)
-            curve.append((step, values))
-            row.update(values)
+            curve.append((step, evaluate(model)))
+            row.update(curve[-1][1])
         rows.append(row)
         if log:
-            held = f", held-out {row['heldout/accuracy']:.0%}" if "heldout/accuracy" in row else ""
-            log(
-                f"step {step:3d}: reward {row['reward']:.3f}, kl {row['kl']:.4f}, clipped "
-                f"{row['clip_ratio/region_mean']:.1%}, length {row['completions/mean_length']:.0f}, "
-                f"grad norm {row['grad_norm']:.3f}, {row['step_time_s']:.1f} s{held}"
-            )
+            log(step_line(row))
     return LoopRun(rows, curve, time.perf_counter() - started)
-
-
-def batch_stats(batch: Batch, config: LoopConfig) -> dict:
-    """The batch's logged numbers: reward (mean, group std, per function), the share of groups with
-    equal rewards, completion lengths (mean, max) and the share of completions cut at the limit."""
-    total = batch.rewards.nansum(1)
-    lengths = batch.completion_mask.sum(1).float()
-    grouped = total.view(-1, config.num_generations)
-    out = {
-        "reward": total.mean().item(),
-        "reward_std": grouped.std(1).mean().item(),
-        "frac_reward_zero_std": (grouped == grouped[:, :1]).all(1).float().mean().item(),
-        "completions/mean_length": lengths.mean().item(),
-        "completions/max_length": lengths.max().item(),
-        "completions/clipped_ratio": (lengths >= config.max_new_tokens).float().mean().item(),
-    }  # at the limit
-    for j, name in enumerate(batch.reward_names):
-        out[f"rewards/{name}/mean"] = batch.rewards[:, j].nanmean().item()
-    return out
-
-
-# --------------------------------------------------------------------------- checked against TRL

@@ -150,17 +150,17 @@ def test_show_flips_prints_the_count_and_at_most_limit_questions(capsys):
     c.show_flips([1, 3], "changed", limit=1)
     out = capsys.readouterr().out
     assert out.startswith("=== changed: 2 question(s) ===")
-    assert "[1] q1\ngold: 5   base: (none)   LoRA: 5" in out  # no answer extracted: not "nan"
-    assert "[1] q1" in out and "[3] q3" not in out and "--- base ---\nthe answer is 5" in out
+    assert "[1] q1\ngold: 5   before GRPO: (none)   after GRPO: 5" in out  # no answer extracted: not "nan"
+    assert "[1] q1" in out and "[3] q3" not in out and "--- before GRPO ---\nthe answer is 5" in out
     assert GOOD.replace("18", "5").strip() in out
 
 
 def test_comparison_table_shows_ci_pvalue_and_changes():
     c = compare(*_results())
     table = c.table()
-    assert list(table.columns) == ["base", "base + LoRA", "change"]
+    assert list(table.columns) == ["before GRPO", "after GRPO", "change"]
     low, high = wilson_interval(2, 4)
-    assert table.loc["accuracy [Wilson 95 % CI]", "base"] == f"2/4 = 50.0 % [{100 * low:.1f}, {100 * high:.1f}]"
+    assert table.loc["accuracy [Wilson 95 % CI]", "before GRPO"] == f"2/4 = 50.0 % [{100 * low:.1f}, {100 * high:.1f}]"
     assert table.loc["accuracy [Wilson 95 % CI]", "change"] == "+0.0 pts"
     # b = c = 1: 2 * (1 + 2) / 4 = 1.5, capped at 1
     assert table.loc["paired McNemar, exact", "change"].startswith("p = 1.000 (1 wrong->right, 1 right->wrong)")
@@ -173,7 +173,7 @@ def test_comparison_table_shows_ci_pvalue_and_changes():
     assert table.loc["mean completion tokens"].tolist() == ["5.5", "18.0", "+12.5"]
     assert table.loc["seconds per question"].tolist() == ["1.00", "2.00", "+1.00"]
     md = markdown_table(table)
-    assert md.splitlines()[0] == "|  | base | base + LoRA | change |" and md.count("\n") == len(table) + 1
+    assert md.splitlines()[0] == "|  | before GRPO | after GRPO | change |" and md.count("\n") == len(table) + 1
 
 
 def test_compare_refuses_unpaired_runs():
@@ -206,7 +206,7 @@ def test_decoding_uses_the_training_sampling_and_run_names(tmp_path):
         "top_p": CPU.top_p,
     }
     assert decoding(PROFILES["t4"], greedy=True)["temperature"] == 0.0
-    assert decoding(PROFILES["t4"])["max_new_tokens"] == 200
+    assert decoding(PROFILES["t4"])["max_new_tokens"] == PROFILES["t4"].max_completion_length
     assert run_name(tmp_path / "grpo-cpu" / "lora_adapter") == "grpo-cpu"
     assert run_name(tmp_path / "my-adapter", greedy=True) == "my-adapter-greedy"
 

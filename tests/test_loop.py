@@ -353,3 +353,80 @@ def test_variant_runs_are_read_tabled_and_plotted(tiny_run, tmp_path):
     assert len(fig.axes) == len(plots.PLOTTED)
     with pytest.raises(ValueError, match="no variant runs"):
         plots.plot_variant_runs({}, show=False)
+
+
+# ------------------------------------------------------------------- the written-out pieces, bit for bit
+# helpers/loop.py (and notebook 07's cells) write the advantages, the log-prob pass and the loss out in plain
+# PyTorch; before, the loop called helpers.grpo for them. The same operations in the same order: equal bit for bit,
+# so the committed runs (results/scratch-variants) are what the written-out loop computes.
+def _toy_batch(seed, dtype=torch.float64, groups=3, old=True, ref=True):
+    gen = torch.Generator().manual_seed(seed)
+    B, T = groups * G, 7
+    mask = (torch.arange(T)[None] < torch.randint(1, T + 1, (B, 1), generator=gen)).int()
+    logp = (-3 * torch.rand(B, T, generator=gen, dtype=dtype)).requires_grad_()
+    old_logps = logp.detach() + 0.4 * torch.randn(B, T, generator=gen, dtype=dtype) if old else None
+    ref_logps = logp.detach() + 0.8 * torch.randn(B, T, generator=gen, dtype=dtype) if ref else None
+    rewards = torch.randint(0, 3, (B, 2), generator=gen).to(torch.float32)
+    rewards[:G] = 1.0  # one group of equal rewards
+    batch = loop.Batch(
+        None, None, None, mask, rewards, torch.randn(B, generator=gen, dtype=dtype), old_logps, ref_logps
+    )
+    return logp, batch
+
+
+@pytest.mark.parametrize("scale_std", [True, False])
+def test_compute_advantages_equals_group_advantages_bit_for_bit(scale_std):
+    config = loop.LoopConfig(scale_std=scale_std, num_generations=G)
+    for seed in range(20):
+        rewards = _toy_batch(seed)[1].rewards
+        rewards[G, 0] = math.nan  # a reward function that returned None: nansum skips it
+        ours = loop.compute_advantages(rewards, config)
+        theirs = grpo.group_advantages(rewards.nansum(1), G, "group" if scale_std else "none")
+        assert ours.dtype == theirs.dtype == torch.float32 and torch.equal(ours, theirs)
+        assert (ours[:G] == 0).all()  # the group of equal rewards
+    with pytest.raises(ValueError, match="infinite"):
+        loop.compute_advantages(torch.tensor([[math.inf], [0.0], [1.0], [2.0]]), config)
+
+
+@pytest.mark.parametrize("loss_type", grpo.LOSS_TYPES)
+@pytest.mark.parametrize(
+    "old, ref, beta", [(True, True, 0.04), (False, True, 0.04), (True, False, 0.0), (False, True, 0.0)]
+)
+def test_compute_grpo_loss_equals_grpo_loss_bit_for_bit(loss_type, old, ref, beta):
+    config = loop.LoopConfig(beta=beta, epsilon=0.2, loss_type=loss_type, num_generations=G, max_new_tokens=7)
+    for seed in range(5):
+        logp, batch = _toy_batch(seed, old=old, ref=ref)
+        ours, our_stats = loop.compute_grpo_loss(logp, batch, config)
+        (our_grad,) = torch.autograd.grad(ours, logp)
+        theirs, their_stats = grpo.grpo_loss(
+            logp,
+            batch.old_logps,
+            batch.ref_logps,
+            batch.advantages,
+            batch.completion_mask,
+            beta,
+            0.2,
+            None,
+            loss_type,
+            7,
+        )
+        (their_grad,) = torch.autograd.grad(theirs, logp)
+        assert torch.equal(ours, theirs) and torch.equal(our_grad, their_grad)
+        assert list(our_stats) == list(their_stats)
+        assert all(
+            a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(our_stats.values(), their_stats.values())
+        )
+        if old:
+            assert our_stats["clip_ratio/region_mean"] > 0  # the clip binds somewhere: the comparison covers it
+
+
+def test_batch_logps_equals_completion_logps_bit_for_bit(tiny_model_dir):
+    model, tokenizer = lora_policy(tiny_model_dir, torch.float64)
+    config = loop.LoopConfig(num_generations=G, max_new_tokens=6, temperature=0.7)
+    prompt_ids, prompt_mask = loop.tokenize_prompts(tokenizer, [[{"role": "user", "content": p}] for p in PROMPTS])
+    torch.manual_seed(0)
+    ids, mask, completion, completion_mask = loop.sample_completions(model, tokenizer, prompt_ids, prompt_mask, config)
+    batch = loop.Batch(ids, mask, completion, completion_mask, torch.zeros(ids.size(0), 1), torch.zeros(ids.size(0)))
+    ours = loop.batch_logps(model, batch, config)
+    theirs = grpo.completion_logps(model, ids, mask, completion, completion_mask, config.temperature)
+    assert ours.requires_grad and torch.equal(ours, theirs)

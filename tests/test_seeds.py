@@ -17,7 +17,12 @@ def test_a_committed_run_reads_as_its_summary_says():
     assert row["problems"]["p"] == pytest.approx(7.665e-6, rel=1e-3)
     assert row["heldout"] == [0.4375, 0.375, 0.46875, 0.5]
     assert "transfer" not in row and row["kinds_lost"] == []
-    assert 0 < row["flat_groups"] < 1
+    # steps 1-4 and 9-12 of the committed metrics.csv, correctness reward and flat groups
+    import pandas as pd
+
+    steps = pd.read_csv(RESULTS_DIR / "cpu-curriculum" / "metrics.csv").dropna(subset=["reward"])
+    assert row["reward_first"] == pytest.approx(steps[seeds.REWARD_COLUMN].head(4).mean())
+    assert row["flat_last"] == pytest.approx(steps["frac_reward_zero_std"].tail(4).mean())
 
 
 def _run(tmp_path, name, seed, cold, grpo, gained, lost, p, n=10, kinds=()):
@@ -47,7 +52,7 @@ def test_a_row_takes_the_first_and_last_step_and_the_kinds_lost(tmp_path):
     row = seeds.seed_row(_run(tmp_path, "s1", 1, 3, 5, 3, 1, 0.625, kinds=kinds))
     assert row["problems"] == {"n": 10, "cold_start": 3, "grpo": 5, "gained": 3, "lost": 1, "p": 0.625}
     assert row["kinds_lost"] == ["transfer/div"]
-    assert (row["reward_first"], row["reward_last"], row["flat_groups"]) == (1.5, 2.5, 0.375)
+    assert (row["reward_first"], row["reward_last"], row["flat_first"], row["flat_last"]) == (1.5, 2.5, 0.5, 0.25)
 
 
 def test_the_pooled_gain_is_the_mean_with_a_student_t_interval(tmp_path):
@@ -62,7 +67,7 @@ def test_the_pooled_gain_is_the_mean_with_a_student_t_interval(tmp_path):
     assert (pooled["gained_runs"], pooled["significant_runs"]) == (3, 1)
     assert seeds.pooled_sentence(rows) == (
         f"in distribution: mean gain +2.0 of 10 over 3 seeds (seeds 1, 2, 3), 95 % t interval "
-        f"[{2 - half:+.1f}, {2 + half:+.1f}]; 3 of 3 seeds gained, 1 with p < 0.01."
+        f"[{2 - half:+.1f}, {2 + half:+.1f}] (includes 0); 3 of 3 seeds gained, 1 with p < 0.01."
     )
     table = seeds.seeds_table(rows)
     assert table.loc["seed 3", "in distribution"] == "3 -> 6 of 10"
@@ -101,3 +106,24 @@ def test_a_run_without_steps_is_an_error(tmp_path):
     (run / "metrics.csv").unlink()
     with pytest.raises(FileNotFoundError, match="metrics.csv"):
         seeds.seed_row(run)
+
+
+def test_a_verdict_holds_only_when_the_interval_excludes_0():
+    def runs(*gains, p=0.5):
+        return [{"n": 10, "cold_start": 3, "grpo": 3 + g, "p": p} for g in gains]
+
+    line, status = seeds.verdict("transfer", runs(1, 2, 3))
+    half = 4.303 / math.sqrt(3)  # sd of (1, 2, 3) = 1
+    assert status == "no change" and 2 - half < 0
+    assert line == (
+        f"transfer, 10 problems: gain per run [1, 2, 3], 0 of 3 with p < 0.01; mean +2.0, "
+        f"95 % t interval [{2 - half:+.1f}, {2 + half:+.1f}]: no change over runs."
+    )
+    assert seeds.verdict("x", runs(4, 5, 6, 5))[1] == "gain"
+    assert seeds.verdict("x", runs(-4, -5, -6, -5))[1] == "loss"
+    line, status = seeds.verdict("sealed transfer", runs(2, p=0.004))
+    assert status == "unknown" and line.endswith("1 of 1 with p < 0.01; one run, no interval yet.")
+    with pytest.raises(ValueError, match="different numbers"):
+        seeds.verdict("x", [*runs(1), {"n": 20, "cold_start": 3, "grpo": 4, "p": 1.0}])
+    with pytest.raises(ValueError, match="no runs"):
+        seeds.verdict("x", [])

@@ -20,8 +20,8 @@ numpy < 2.3 (:data:`STACK_BOUNDS`). trl is held at ``requirements/nodeps.txt``'s
 (``-c``), so that Unsloth's ``trl<=1.15`` does not pull the newest trl first. Finally the course
 package itself, editable, without dependencies.
 
-A notebook that needs no GPU (02, 03) asks for the ``cpu`` stack whatever the runtime
-(``install_once(root, stack="cpu")``): no Unsloth, no vLLM, no torch downgrade.
+A notebook that needs no GPU (:data:`helpers.colab.cells.CPU_NOTEBOOKS`) asks for the ``cpu`` stack
+whatever the runtime (``install_once(root, stack="cpu")``): no Unsloth, no vLLM, no torch downgrade.
 """
 
 from __future__ import annotations

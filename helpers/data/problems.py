@@ -2,14 +2,15 @@
 
 A 135M model gets almost no GSM8K question right, so GRPO on GSM8K gives it groups where every
 completion scores 0: no advantage, nothing learned. These problems start where it can already
-succeed sometimes and grow harder, as the R1-style recipe's curriculum "from single-variable
-equations upward" does (see :mod:`helpers.data.curriculum`).
+succeed sometimes and grow harder (an easy-to-hard curriculum, the course's choice:
+:mod:`helpers.data.curriculum`).
 
 * The knob: ``ops`` (1 to 3 arithmetic operations) and ``max_number`` (the largest operand of a
   ``+`` or ``-``; factors and divisors stay at most 12, so a ``x`` is a times-table fact).
 * Two families of wordings for the same kinds: ``"varied"`` (:mod:`helpers.data.templates_varied`:
   many wordings per kind, sentence order and distractor facts varied; the default) and ``"fixed"``
-  (:mod:`helpers.data.templates_fixed`: 16 wordings in all, which the previous reference runs used).
+  (:mod:`helpers.data.templates_fixed`: 16 wordings in all, which the ``fixed`` recipe's runs used,
+:mod:`helpers.evaluation.recipes`).
   A third family with wordings of its own, for transfer, lives in :mod:`helpers.data.transfer`.
 * Names, objects and numbers are drawn from :class:`random.Random` seeded with a string:
   the same arguments give the same problems on every machine and Python version.

@@ -28,7 +28,9 @@ from helpers.evaluation.scoring import MIN_REASONING_STEPS, EvalResult, evaluate
 from helpers.evaluation.stats import McNemar, mcnemar
 from helpers.training.models import uses_vllm
 
-RUN_LABELS = {"base": "base", "lora": "base + LoRA"}
+# The two runs, as tables, figures and progress bars name them. Not "base": on the CPU the adapter's base model
+# is the cold start, while notebook 06's reference runs call the released model "base" (reports.STAGE_LABELS).
+RUN_LABELS = {"base": "before GRPO", "lora": "after GRPO"}
 
 
 # ----------------------------------------------------------------------- comparison table
@@ -79,10 +81,10 @@ class Comparison:
         flips = self.flips(list(indices)[:limit])
         for i, row in zip(flips.index, flips.to_dict("records")):  # iterrows would turn None into NaN
             base, lora = (row[k] if row[k] is not None else "(none)" for k in ("base answer", "LoRA answer"))
-            print(f"\n[{i}] {row['question']}\ngold: {row['gold']}   base: {base}   LoRA: {lora}")
-            print(
-                f"--- base ---\n{row['base completion'].strip()}\n--- base + LoRA ---\n{row['LoRA completion'].strip()}"
-            )
+            before, after = RUN_LABELS["base"], RUN_LABELS["lora"]
+            print(f"\n[{i}] {row['question']}\ngold: {row['gold']}   {before}: {base}   {after}: {lora}")
+            print(f"--- {before} ---\n{row['base completion'].strip()}")
+            print(f"--- {after} ---\n{row['LoRA completion'].strip()}")
         print()
 
 

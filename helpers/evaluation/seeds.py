@@ -4,7 +4,8 @@ A single run's McNemar test says whether *that* run's GRPO changed what it gets 
 recipe helps is a question about runs, so the unit here is the seed. :func:`seed_row` reads one run
 (``summary.json`` + ``metrics.csv``), :func:`pooled_gain` averages the per-seed gain with a Student-t
 interval over seeds (:func:`pooled_sentence` says it in a sentence), and :func:`seeds_table` puts the
-rows side by side.
+rows side by side. :func:`verdict` says in one line whether a change on one set holds over runs (seeds or
+sealed evaluations), so that a notebook's reading of the runs is printed from the files.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 
 
 
 SETS = {"problems": "in distribution", "transfer": "transfer"}
+
+
+REWARD_COLUMN = "rewards/correctness_reward_func/mean"  # metrics.csv: mean correctness reward (0 or 2.0 each)
 
 
 def _mean(values):
@@ -42,9 +46,13 @@ def seed_row(run_dir, alpha: float = 0.05) -> dict:
 
     Returns:
         ``{"run", "seed", <set>: {"n", "cold_start", "grpo", "gained", "lost", "p"}, "kinds_lost": [...],
-        "heldout": [accuracy per held-out evaluation], "flat_groups": mean frac_reward_zero_std,
-        "reward_first", "reward_last"}`` for each set of :data:`SETS` the summary has; counts are
-        problems, ``kinds_lost`` the ``"<set>/<kind>"`` whose right answers fell with p < ``alpha``.
+        "heldout": [accuracy per held-out evaluation], "flat_first", "flat_last", "reward_first",
+        "reward_last"}`` for each set of :data:`SETS` the summary has; counts are problems,
+        ``kinds_lost`` the ``"<set>/<kind>"`` whose right answers fell with p < ``alpha``;
+        ``flat_*`` the mean share of groups whose completions all earned the same reward
+        (``frac_reward_zero_std``: advantage 0, no learning signal) and ``reward_*`` the mean
+        correctness reward per completion (:data:`REWARD_COLUMN`; the total reward where a run has
+        none), over the first and the last third of the GRPO steps.
 
     Raises:
         FileNotFoundError: no ``summary.json`` or ``metrics.csv``.
@@ -78,8 +86,11 @@ def seed_row(run_dir, alpha: float = 0.05) -> dict:
         if k["lost"] > k["gained"] and k["p"] < alpha
     ]
     row["heldout"] = [h["heldout/accuracy"] for h in summary.get("heldout", [])]
-    row["flat_groups"] = _mean([float(s["frac_reward_zero_std"]) for s in steps])
-    row["reward_first"], row["reward_last"] = float(steps[0]["reward"]), float(steps[-1]["reward"])
+    third = max(1, len(steps) // 3)
+    reward = REWARD_COLUMN if REWARD_COLUMN in steps[0] else "reward"
+    for column, key in (("frac_reward_zero_std", "flat"), (reward, "reward")):
+        row[f"{key}_first"] = _mean([float(s[column]) for s in steps[:third]])
+        row[f"{key}_last"] = _mean([float(s[column]) for s in steps[-third:]])
     return row
 
 
@@ -136,23 +147,62 @@ def pooled_gain(rows: list[dict], set_name: str = "problems") -> dict:
 
 def pooled_sentence(rows: list[dict], set_name: str = "problems") -> str:
     """:func:`pooled_gain` of ``rows`` on ``set_name`` in one sentence, e.g. ``"in distribution: mean gain
-    +3.2 of 256 over 5 seeds (seeds 3407, 1, 2, 3, 4), 95 % t interval [-1.0, +7.4]; 4 of 5 seeds
-    gained, 0 with p < 0.01."``
+    +3.2 of 256 over 5 seeds (seeds 3407, 1, 2, 3, 4), 95 % t interval [-1.0, +7.4] (includes 0); 4 of
+    5 seeds gained, 0 with p < 0.01."``
 
     Raises:
         ValueError: as :func:`pooled_gain`."""
     g = pooled_gain(rows, set_name)
     return (
         f"{SETS[set_name]}: mean gain {g['mean']:+.1f} of {g['n']} over {len(rows)} seeds (seeds "
-        f"{', '.join(map(str, g['seeds']))}), 95 % t interval [{g['low']:+.1f}, {g['high']:+.1f}]; "
+        f"{', '.join(map(str, g['seeds']))}), 95 % t interval [{g['low']:+.1f}, {g['high']:+.1f}] "
+        f"({'includes' if g['low'] <= 0 <= g['high'] else 'excludes'} 0); "
         f"{g['gained_runs']} of {len(rows)} seeds gained, {g['significant_runs']} with p < 0.01."
     )
 
 
+VERDICTS = ("gain", "loss", "no change", "unknown")
+
+
+def verdict(label: str, runs: list[dict], alpha: float = 0.01) -> tuple[str, str]:
+    """Whether GRPO's change on one set of problems holds over runs, in one line.
+
+    Args:
+        label: the set's name at the start of the line (e.g. ``"transfer"``).
+        runs: one dict per run with ``"n"``, ``"cold_start"`` and ``"grpo"`` (right answers of n) and
+            ``"p"`` (McNemar's p between them): ``row[set_name]`` of :func:`seed_row` rows, or the rows of
+            :func:`helpers.evaluation.sealed_eval.sealed_rows` for one part.
+        alpha: the level a single run's McNemar p must be below to count as significant.
+
+    Returns:
+        ``(line, status)``: the line gives each run's gain, how many runs gained with p < ``alpha`` and,
+        from two runs on, the mean gain with its 95 % t interval (:func:`t_interval`); ``status`` (one
+        of :data:`VERDICTS`) is ``"gain"`` when the interval lies above 0, ``"loss"`` below 0, ``"no
+        change"`` when it includes 0, ``"unknown"`` with a single run.
+
+    Raises:
+        ValueError: no runs, more than 11, or runs on different numbers of problems.
+    """
+    if not runs:
+        raise ValueError(f"no runs for {label!r}")
+    counts = {run["n"] for run in runs}
+    if len(counts) != 1:
+        raise ValueError(f"{label!r}: the runs evaluated different numbers of problems: {sorted(counts)}")
+    gains = [run["grpo"] - run["cold_start"] for run in runs]
+    significant = sum(g > 0 and run["p"] < alpha for g, run in zip(gains, runs))
+    line = f"{label}, {counts.pop()} problems: gain per run {gains}, {significant} of {len(runs)} with p < {alpha}"
+    if len(runs) < 2:
+        return line + "; one run, no interval yet.", "unknown"
+    mean, low, high = t_interval(gains)
+    status = "gain" if low > 0 else "loss" if high < 0 else "no change"
+    return line + f"; mean {mean:+.1f}, 95 % t interval [{low:+.1f}, {high:+.1f}]: {status} over runs.", status
+
+
 def seeds_table(rows: list[dict]):
     """The rows of :func:`seed_row` as a ``DataFrame`` of strings, one row per seed: for each set
-    cold start -> GRPO of n, McNemar p (gained, lost); the held-out accuracies; mean share of flat
-    groups; reward at the first and last step; kinds lost with p < 0.05."""
+    cold start -> GRPO of n, McNemar p (gained, lost); the held-out accuracies; the share of flat
+    groups and the correctness reward over the first and last third of the steps; kinds lost with
+    p < 0.05."""
     import pandas as pd
 
     table = {}
@@ -164,8 +214,8 @@ def seeds_table(rows: list[dict]):
                 cells[label] = f"{s['cold_start']} -> {s['grpo']} of {s['n']}"
                 cells[f"{label}: p (gained, lost)"] = f"{s['p']:.2g} ({s['gained']}, {s['lost']})"
         cells["held-out accuracy by step"] = " ".join(f"{a:.2f}" for a in r["heldout"])
-        cells["flat groups"] = f"{r['flat_groups']:.2f}"
-        cells["reward first -> last step"] = f"{r['reward_first']:.2f} -> {r['reward_last']:.2f}"
+        cells["flat groups, first -> last third"] = f"{r['flat_first']:.2f} -> {r['flat_last']:.2f}"
+        cells["correctness reward, first -> last third"] = f"{r['reward_first']:.2f} -> {r['reward_last']:.2f}"
         cells["kinds lost (p < 0.05)"] = ", ".join(r["kinds_lost"]) or "none"
         table[f"seed {r['seed']}"] = cells
     return pd.DataFrame.from_dict(table, orient="index")

@@ -5,12 +5,12 @@ SFT. DeepSeek-R1 then added a "cold start" (section 2.3.1): SFT on a few thousan
 chain-of-thought examples before RL, to make the early RL stable and the answers readable. The
 course needs one for another reason. RL can only reinforce what the policy already samples, and
 GRPO learns nothing from a group whose completions all score the same. SmolLM2-135M never writes
-``<reasoning>/<answer>`` on its own (strict format on 0 of the first 64 GSM8K test questions,
-greedy: ``results/cpu-cold160-checked``). A completion without the tags earns 0 from every
+``<reasoning>/<answer>`` on its own (in no committed evaluation of the base model, greedy:
+``results/cpu-cold160-checked``). A completion without the tags earns 0 from every
 reward unless it ends in a ``\\boxed{}`` answer, which the base model's committed evaluations never
 show (answer rate 0), so such a group gives GRPO no signal. After the CPU profile's cold start (40 GSM8K
 *train* solutions and 120 course-written worked problems) the valid format is there on most
-course-written test problems and on about half of the GSM8K ones (``results/cpu-curriculum/summary.json``),
+course-written test problems and GSM8K questions (``results/cpu-varied/summary.json``: ``format_rate_valid``),
 and groups can differ.
 
 * :func:`format_solution` rewrites a GSM8K worked solution in the course format (calculator

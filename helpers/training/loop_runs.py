@@ -1,12 +1,14 @@
 """Runs of the from-scratch loop (:mod:`helpers.loop`) on the course's data: its prompts and held-out
 problems, the policy loaded from a cold start, and the files a run writes (``metrics.csv``,
-``summary.json``). ``python -m helpers scratch`` and notebook 07 run it."""
+``summary.json``). ``python -m helpers scratch`` runs it; notebook 07 takes its prompts and held-out
+problems from here, and reads the benchmark that timed the loop (:func:`bench_tables`)."""
 
 from __future__ import annotations
 
 import csv
 import json
 import platform
+import re
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -185,3 +187,54 @@ def run_variant(
         share_prompt=share_prompt,
         command=command,
     )
+
+
+def bench_tables(path) -> list[dict]:
+    """The tables of a ``benchmarks/bench_training.py`` output (``results/benchmarks/bench_training.txt``), in
+    the file's order (its newest run first): one dict per table, ``{"title", "notes" (the ``#`` lines above
+    it), "table" (a ``DataFrame``, one row per side: seconds per part, median of the measured steps),
+    "ratios" ({"plain TRL / ours": 3.88, ...})}``.
+
+    Raises:
+        ValueError: a row whose columns do not match its table's header.
+    """
+    import pandas as pd
+
+    tables, notes, current = [], [], None
+    for line in Path(path).read_text().splitlines():
+        text = line.strip()
+        if not text:
+            current = None
+        elif text.startswith("#"):
+            notes.append(text.lstrip("# "))
+        elif not line.startswith(" "):  # a table's title line, then its header
+            current = {"title": text, "notes": notes, "header": None, "rows": {}, "ratios": {}}
+            tables.append(current)
+            notes = []
+        elif current is not None and current["header"] is None:
+            current["header"] = re.split(r"\s{2,}", text)
+        elif current is not None and text.startswith("step time,"):
+            label, value = text.removeprefix("step time,").split("=")
+            current["ratios"][label.strip()] = float(value)
+        elif current is not None:
+            side, *cells = re.split(r"\s{2,}", text)
+            if len(cells) != len(current["header"]):
+                raise ValueError(f"{path}: {len(cells)} cells for {len(current['header'])} columns in {text!r}")
+            current["rows"][side] = [_number(c) for c in cells]
+    return [
+        {
+            "title": t["title"],
+            "notes": t["notes"],
+            "table": pd.DataFrame.from_dict(t["rows"], orient="index", columns=t["header"]),
+            "ratios": t["ratios"],
+        }
+        for t in tables
+    ]
+
+
+def _number(text: str):
+    """``text`` as a float when it is one (``"131.5"``), else as it is (``"40/87, 40/71"``)."""
+    try:
+        return float(text)
+    except ValueError:
+        return text

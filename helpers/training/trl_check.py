@@ -1,5 +1,6 @@
 """The from-scratch loop checked against TRL: one batch through TRL 0.22.2's ``GRPOTrainer`` and
-the same batch through :mod:`helpers.loop`, then the two LoRAs compared.
+the same batch through :mod:`helpers.loop` (or through notebook 07's own cells: ``loop=``), then the two
+LoRAs compared.
 
 :func:`compare_with_trl` trains a policy with TRL for ``num_iterations`` steps (:func:`trl_steps`, which
 captures the completions TRL sampled), updates a copy of the same starting LoRA with the loop on those
@@ -12,14 +13,10 @@ from __future__ import annotations
 
 import torch
 
-from helpers.loop import (
-    LoopConfig,
-    decode_completions,
-    make_optimizer,
-    optimizer_step,
-    prepare_batch,
-    score_completions,
-)
+import helpers.loop
+from helpers.loop import LoopConfig
+
+LOOP_FUNCTIONS = ("decode_completions", "score_completions", "prepare_batch", "make_optimizer", "optimizer_step")
 
 
 def lora_state(model) -> dict:
@@ -138,13 +135,17 @@ def trl_steps(
     return seen, [h for h in trainer.state.log_history if "loss" in h]
 
 
-def loop_steps(model, tokenizer, seen: dict, config: LoopConfig, reward_funcs):
+def loop_steps(model, tokenizer, seen: dict, config: LoopConfig, reward_funcs, loop=None):
     """The scratch update on the batch TRL generated (``seen`` from :func:`trl_steps`): score it, prepare
-    it, then ``num_iterations`` AdamW steps. Returns ``(rewards (B, F), batch, [stats per step])``."""
+    it, then ``num_iterations`` AdamW steps. Returns ``(rewards (B, F), batch, [stats per step])``.
+
+    ``loop``: where the functions of :data:`LOOP_FUNCTIONS` come from, any object with them as attributes
+    (notebook 07 passes its cells' own); default :mod:`helpers.loop`."""
+    loop = helpers.loop if loop is None else loop
     b = seen["batch"]
-    texts = decode_completions(tokenizer, b["completion_ids"])
-    rewards = score_completions(reward_funcs, seen["rows"], texts, b["completion_ids"], b["completion_mask"])
-    batch = prepare_batch(
+    texts = loop.decode_completions(tokenizer, b["completion_ids"])
+    rewards = loop.score_completions(reward_funcs, seen["rows"], texts, b["completion_ids"], b["completion_mask"])
+    batch = loop.prepare_batch(
         model,
         b["prompt_ids"],
         b["prompt_mask"],
@@ -154,8 +155,8 @@ def loop_steps(model, tokenizer, seen: dict, config: LoopConfig, reward_funcs):
         config,
         [f.__name__ for f in reward_funcs],
     )
-    optimizer = make_optimizer(model, config)
-    return rewards, batch, [optimizer_step(model, optimizer, batch, config) for _ in range(config.num_iterations)]
+    optimizer = loop.make_optimizer(model, config)
+    return rewards, batch, [loop.optimizer_step(model, optimizer, batch, config) for _ in range(config.num_iterations)]
 
 
 def parameter_differences(ours: dict, theirs: dict, start: dict) -> tuple[float, float]:
@@ -167,16 +168,18 @@ def parameter_differences(ours: dict, theirs: dict, start: dict) -> tuple[float,
     return per_tensor, (diff.norm() / update.norm()).item()
 
 
-def compare_with_trl(policy, tokenizer, rows: list[dict], config: LoopConfig, reward_funcs, output_dir) -> dict:
+def compare_with_trl(
+    policy, tokenizer, rows: list[dict], config: LoopConfig, reward_funcs, output_dir, loop=None
+) -> dict:
     """One generated batch through TRL's trainer (on ``policy``) and through the scratch loop (on a copy of
-    ``policy`` as it was): ``{"per_tensor", "of_update"}`` (:func:`parameter_differences`) and what each
-    side saw (``seen``, ``logged``, ``rewards``, ``batch``, ``stats``, the LoRA ``start``/``theirs``/``ours``,
-    the scratch ``model``)."""
+    ``policy`` as it was; ``loop``: see :func:`loop_steps`): ``{"per_tensor", "of_update"}``
+    (:func:`parameter_differences`) and what each side saw (``seen``, ``logged``, ``rewards``, ``batch``,
+    ``stats``, the LoRA ``start``/``theirs``/``ours``, the scratch ``model``)."""
     import copy
 
     start, ours_model = lora_state(policy), copy.deepcopy(policy)
     seen, logged = trl_steps(policy, tokenizer, rows, config, reward_funcs, output_dir)
-    rewards, batch, stats = loop_steps(ours_model, tokenizer, seen, config, reward_funcs)
+    rewards, batch, stats = loop_steps(ours_model, tokenizer, seen, config, reward_funcs, loop)
     theirs, ours = lora_state(policy), lora_state(ours_model)
     per_tensor, of_update = parameter_differences(ours, theirs, start)
     return dict(
