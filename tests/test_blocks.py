@@ -1,18 +1,33 @@
-"""tools/readme_blocks.py: the READMEs' generated numbers and tables equal what their results files print."""
-
-import importlib.util
-from pathlib import Path
+"""helpers.evaluation.blocks: the READMEs' generated numbers and tables equal what their results files print."""
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("readme_blocks", ROOT / "tools" / "readme_blocks.py")
-blocks = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(blocks)
+from helpers.cli import main
+from helpers.evaluation import blocks
+
+ROOT = blocks.ROOT
 
 EXPECTED = {
-    blocks.README: ("make-train-time", "make-train", "make-train-reading", "seeds-pooled"),
-    blocks.RESULTS_README: ("results-make-train-time", "results-make-train", "seeds", "sealed"),
+    blocks.README: (
+        "make-train-time",
+        "make-train",
+        "make-train-reading",
+        "seeds-pooled",
+        "sealed",
+        "profiles",
+        "make-train-stages",
+        "make-test-time",
+        "verdict",
+    ),
+    blocks.RESULTS_README: (
+        "results-make-train-time",
+        "results-make-train",
+        "seeds",
+        "seed-groups",
+        "sealed",
+        "recipes",
+        "ablation",
+    ),
 }
 
 
@@ -21,7 +36,7 @@ def test_the_readme_blocks_match_their_results_files(path):
     text = path.read_text()
     for name in EXPECTED[path]:
         assert f"<!-- block:{name} -->" in text
-    assert blocks.render(text) == text, f"{path} drifted from results/: run python tools/readme_blocks.py"
+    assert blocks.render(text) == text, f"{path} drifted from results/: run python -m helpers blocks"
 
 
 def test_a_block_is_rewritten_from_its_source():
@@ -46,3 +61,13 @@ def test_a_time_report_gives_its_wall_clock_and_peak_memory(tmp_path):
     report.write_text("no report here\n")
     with pytest.raises(ValueError, match="not a /usr/bin/time -v report"):
         blocks.time_file(report)
+
+
+def test_the_command_checks_and_rewrites_a_stale_block(tmp_path, monkeypatch, capsys):
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- block:demo -->\nold\n<!-- /block:demo -->\n")
+    monkeypatch.setattr(blocks, "FILES", (readme,))
+    monkeypatch.setitem(blocks.BLOCKS, "demo", lambda: "new")
+    assert main(["blocks", "--check"]) == 1 and "differs from results/" in capsys.readouterr().out
+    assert main(["blocks"]) == 0 and readme.read_text() == "<!-- block:demo -->\nnew\n<!-- /block:demo -->\n"
+    assert main(["blocks", "--check"]) == 0

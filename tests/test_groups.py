@@ -51,3 +51,20 @@ def test_the_table_puts_runs_side_by_side(tmp_path):
     table = groups_table({"seed a": tmp_path / "a", "seed b": tmp_path / "b"})
     assert table.loc["seed a", "correctness"] == 3 and table.loc["seed b", "flat"] == 3
     assert table.loc["seed a", "correctness by third"] == "1 1 1"
+
+
+def test_the_seeds_reading_compares_the_correctness_groups_of_seeds_that_gained_and_did_not():
+    import pandas as pd
+
+    from helpers.evaluation.groups import seeds_groups_reading
+
+    table = pd.DataFrame({"groups": [192, 192, 192], "correctness": [90, 81, 70]}, index=["a", "b", "c"])
+    text = seeds_groups_reading(table, {"a": 7, "b": -10, "c": 4})
+    assert "gained: a (+7): 90, c (+4): 70" in text and "did not: b (-10): 81" in text
+    assert "ranges overlap" in text
+    separate = seeds_groups_reading(table, {"a": 7, "b": 2, "c": -4})
+    assert "do not overlap" in separate and "did not: c (-4): 70" in separate
+    with pytest.raises(ValueError, match="nothing to compare"):
+        seeds_groups_reading(table, {"a": 1, "b": 2})
+    with pytest.raises(ValueError, match="no group log"):
+        seeds_groups_reading(table, {"d": 1, "a": -1})

@@ -1,19 +1,18 @@
 """The READMEs' generated blocks: numbers and tables printed from committed results files, never typed.
 
 A block sits between ``<!-- block:NAME -->`` and ``<!-- /block:NAME -->`` in one of :data:`FILES`;
-:data:`BLOCKS` says what prints each. ``python tools/readme_blocks.py`` rewrites them in place;
-``tests/test_readme_blocks.py`` fails when a README and its results files disagree.
+:data:`BLOCKS` says what prints each. ``python -m helpers blocks`` rewrites them in place (:func:`write`),
+``python -m helpers blocks --check`` lists the files that differ (:func:`stale`), and
+``tests/test_blocks.py`` fails when a README and its results files disagree.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[2]
 
 README = ROOT / "README.md"
 RESULTS_README = ROOT / "results" / "README.md"
@@ -147,17 +146,204 @@ def _seeds() -> str:
 
 def _sealed() -> str:
     from helpers.evaluation.sealed_eval import SEALED_SUMMARY_FILE, sealed_rows
+    from helpers.evaluation.seeds import SETS, verdict
 
     opened = [n for n in SEED_RUNS if (_results(n) / SEALED_SUMMARY_FILE).exists()]
     if not opened:
         return "The sealed test set has not been opened yet."
     lines = ["| run | part | cold start | cold start + GRPO | McNemar p (gained, lost) |", "|---|---|---|---|---|"]
+    parts = {}
     for name in opened:
         for r in sealed_rows(json.loads((_results(name) / SEALED_SUMMARY_FILE).read_text())):
             lines.append(
                 f"| `{name}` | {r['part']} | {r['cold_start']}/{r['n']} | {r['grpo']}/{r['n']} | "
                 f"{r['p']:.2g} ({r['gained']}, {r['lost']}) |"
             )
+            parts.setdefault(r["part"], []).append(r)
+    lines.append("")
+    lines += [f"- {verdict(f'sealed, {SETS.get(part, part)}', rows)[0]}" for part, rows in parts.items()]
+    return "\n".join(lines)
+
+
+def _verdict() -> str:
+    """Whether the recipe's GRPO stage gains over the seeds and on the sealed set, in plain words."""
+    from helpers.evaluation.sealed_eval import SEALED_SUMMARY_FILE, sealed_rows
+    from helpers.evaluation.seeds import SETS, verdict
+
+    rows = _seed_rows()
+    lines = [verdict(label, [r[name] for r in rows if name in r]) for name, label in SETS.items()]
+    sealed = {}
+    for name in SEED_RUNS:
+        if (_results(name) / SEALED_SUMMARY_FILE).exists():
+            for r in sealed_rows(json.loads((_results(name) / SEALED_SUMMARY_FILE).read_text())):
+                sealed.setdefault(r["part"], []).append(r)
+    lines += [verdict(f"sealed {SETS.get(part, part)}", part_rows) for part, part_rows in sealed.items()]
+    transfer = sealed.get("transfer", [])
+    significant = sum(r["p"] < 0.01 and r["grpo"] > r["cold_start"] for r in transfer)
+    statuses = {status for _, status in lines}
+    claim = f"{significant} of {len(transfer)} runs reach McNemar p < 0.01 on the sealed transfer set"
+    if transfer and significant == 0 and statuses == {"no change"}:
+        claim += (
+            ", and every set's interval over runs includes 0: the course does not claim that this recipe's "
+            "GRPO stage changes accuracy, in distribution or in transfer. The intervals cover GRPO's spread "
+            "over seeds from one cold start, not over cold starts."
+        )
+    else:
+        claim += "; statuses over runs: " + ", ".join(sorted(statuses)) + "."
+    return "\n".join(f"- {line}" for line, _ in lines) + "\n\n" + claim
+
+
+def _seed_groups() -> str:
+    """The group log of each seed (:func:`helpers.evaluation.groups.groups_table`) beside its gains."""
+    from helpers.evaluation.groups import groups_table, seeds_groups_reading
+    from helpers.evaluation.reports import GROUPS_FILE
+
+    rows = {f"seed {r['seed']}": r for r in _seed_rows() if (_results(r["run"]) / GROUPS_FILE).exists()}
+    if not rows:
+        return "No seed's group log is committed yet."
+    table = groups_table({label: _results(r["run"]) for label, r in rows.items()})
+    gains = {label: r["problems"]["grpo"] - r["problems"]["cold_start"] for label, r in rows.items()}
+    table.insert(0, "in-distribution gain", [f"{g:+d}" for g in gains.values()])
+    try:
+        reading = seeds_groups_reading(table, gains)
+    except ValueError as e:
+        reading = f"No comparison yet: {e}."
+    return markdown(table) + "\n\n" + reading
+
+
+def _ablation() -> str:
+    """The committed arms of ``results/ablation`` (:mod:`helpers.evaluation.ablation`): seeds, the mean
+    difference against the reference on both development sets, its interval, McNemar's p, the cost."""
+    from helpers.evaluation import ablation
+
+    try:
+        runs = ablation.read_arms(_results("ablation"))
+    except FileNotFoundError:
+        return "No arm is committed yet."
+    seeds = sorted({(arm, seed) for arm, seed in runs if arm != "cold_start"})
+    lines = ["Committed: " + ", ".join(f"`{arm}` seed {seed}" for arm, seed in seeds) + "."]
+    if len({arm for arm, _ in seeds}) < 2:
+        return lines[0] + " An arm is compared with the baseline of its seed; none has both yet."
+    columns = ["seeds", "diff", "low", "high", "p"]
+    tables = {name: ablation.pooled(runs, name) for name in ablation.SETS}
+    table = tables["dev"][["knob"]].copy()
+    for name, label in ablation.SETS.items():
+        for c in columns:
+            table[f"{label}: {c}"] = tables[name][c].map(lambda v: "" if v != v else f"{v:.2g}")
+    table["s/step"] = tables["dev"]["seconds_per_step"].map("{:.0f}".format)
+    table["peak GiB"] = tables["dev"]["peak_rss_gib"].map("{:.1f}".format)
+    return lines[0] + "\n\n" + markdown(table)
+
+
+def _make_train_stages() -> str:
+    """What ``make train``'s three stages do, every size read from the ``cpu`` profile."""
+    from helpers.data.problem_sets import TRANSFER_RANGES
+    from helpers.data.transfer import TRANSFER_KINDS
+    from helpers.training.profiles import CPU
+
+    p = CPU
+    one_op = round(p.cold_start_problems * (1 - p.cold_start_two_op_share))
+    levels = " and ".join(phase.name for phase in p.curriculum)
+    eval_levels = len(p.eval_levels)
+    ranges = " and up to ".join(map(str, TRANSFER_RANGES))
+    return "\n".join(
+        [
+            f"1. **cold start**: SFT of SmolLM2-135M-Instruct on {p.cold_start_examples} GSM8K *train* solutions and "
+            f"{p.cold_start_problems} course-written worked problems ({one_op} with one operation, "
+            f"{p.cold_start_problems - one_op} with two, numbers up to {p.cold_start_max_number}), in the "
+            "`<reasoning>/<answer>` format (LoRA, merged);",
+            f"2. **GRPO**: {p.max_steps} steps of {p.per_device_train_batch_size // p.num_generations} prompts x "
+            f"{p.num_generations} completions x {p.max_completion_length} tokens at temperature {p.temperature}, "
+            f"course-written word problems ({levels}) in every batch, LoRA rank {p.lora_rank} on top of the cold "
+            f"start; beta = {p.beta:g} and advantages divided by the group's std (`scale_rewards="
+            f"{p.scale_rewards!r}`, DeepSeekMath §4.1.2); **held-out accuracy** on {p.heldout_problems} test problems "
+            f"before step 1 and every {p.heldout_every} steps;",
+            f"3. **evaluation**, greedy: the cold start and cold start + GRPO on {p.eval_problems * eval_levels} "
+            f"course-written *test* problems ({p.eval_problems} at each of {eval_levels} levels: "
+            + ", ".join(f"{o} op{'s' * (o > 1)} up to {m}" for o, m in p.eval_levels)
+            + f") and on {p.transfer_problems * len(TRANSFER_KINDS) * len(TRANSFER_RANGES)} *transfer* problems "
+            f"({p.transfer_problems} of each of {len(TRANSFER_KINDS)} kinds at numbers up to {ranges}), and all "
+            f"three stages, the base model included, on the first {p.eval_questions} GSM8K *test* questions.",
+        ]
+    )
+
+
+def _make_test_time() -> str:
+    """``make test``'s time from a clean clone: the last lines of ``results/benchmarks/ci_run.txt``."""
+    text = (_results("benchmarks") / "ci_run.txt").read_text()
+    head = text.splitlines()[0].lstrip("# ")
+    wall = re.search(r"CI wall time: (\d+) s", text)
+    if not wall:
+        raise ValueError("results/benchmarks/ci_run.txt has no 'CI wall time' line")
+    return (
+        f"From a clean clone it took {int(wall.group(1)) / 60:.1f} minutes, venv included ({head}; "
+        "[`ci_run.txt`](results/benchmarks/ci_run.txt))."
+    )
+
+
+PROFILE_TEXT = {  # the profiles table's rows that are words, not settings
+    "picked for": {
+        "t4": "compute capability 7.5",
+        "bf16": "bf16 GPU with >= 20 GiB",
+        "cuda": "other GPUs, or no Unsloth",
+        "cpu": "no GPU",
+    },
+    "checked by": {
+        "t4": "built on CPU, contract-tested",
+        "bf16": "built on CPU, contract-tested",
+        "cuda": "built on CPU; loads and generates without Unsloth/vLLM",
+        "cpu": "run on CPU in CI",
+    },
+    "run on a GPU": {"t4": "not yet", "bf16": "not yet", "cuda": "not yet", "cpu": "no GPU needed"},
+}
+
+
+def _recipes() -> str:
+    """The recipe glossary (:func:`helpers.evaluation.recipes.recipe_table`) as a table."""
+    from helpers.evaluation.recipes import recipe_table
+
+    return markdown(recipe_table().reset_index(), index=False)
+
+
+def _profiles() -> str:
+    """The README's profiles table: each profile's settings read from :data:`helpers.training.profiles.PROFILES`."""
+    from helpers.training.profiles import PROFILES
+
+    names = ("t4", "bf16", "cuda", "cpu")
+    heads = {"t4": "Colab T4", "bf16": "L4, A10G, A100, H100", "cuda": "any other CUDA GPU", "cpu": "laptop, CI"}
+
+    def model(p):
+        weights = "4-bit" if p.load_in_4bit else {"fp32": "fp32"}.get(p.precision, "16-bit")
+        return f"`{p.model_id}`, {weights}"
+
+    def stack(p):
+        if p.backend == "unsloth":
+            return f"Unsloth + vLLM rollouts, {p.precision}"
+        return "transformers + PEFT" if p.name == "cpu" else "TRL + PEFT, bf16 or fp16, no Unsloth or vLLM"
+
+    def grpo(p):
+        prompts = p.per_device_train_batch_size // p.num_generations
+        lr = f"{p.learning_rate:.0e}".replace("e-0", "e-")
+        text = (
+            f"{p.max_steps} steps of {prompts} prompt{'s' * (prompts > 1)} x {p.num_generations} completions x "
+            f"{p.max_completion_length} tokens, T {p.temperature}, lr {lr}, beta {p.beta:g}, {p.optim}"
+        )
+        if p.cold_start_examples:
+            text = f"cold start ({p.cold_start_examples} GSM8K + {p.cold_start_problems} course-written), then " + text
+        return text
+
+    rows = {
+        "picked for": lambda p: PROFILE_TEXT["picked for"][p.name],
+        "model": model,
+        "stack": stack,
+        "LoRA": lambda p: f"rank {p.lora_rank}, alpha {p.lora_alpha}, on {len(p.lora_target_modules)} projections",
+        "GRPO": grpo,
+        "checkpoints": lambda p: f"every {p.save_steps} steps, resumed" if p.save_steps else "none",
+        "checked by": lambda p: PROFILE_TEXT["checked by"][p.name],
+        "run on a GPU": lambda p: PROFILE_TEXT["run on a GPU"][p.name],
+    }
+    lines = ["| | " + " | ".join(f"`{n}` ({heads[n]})" for n in names) + " |", "|---" * (len(names) + 1) + "|"]
+    lines += [f"| {row} | " + " | ".join(cell(PROFILES[n]) for n in names) + " |" for row, cell in rows.items()]
     return "\n".join(lines)
 
 
@@ -170,6 +356,13 @@ BLOCKS = {
     "results-make-train": _results_make_train,
     "seeds": _seeds,
     "sealed": _sealed,
+    "seed-groups": _seed_groups,
+    "verdict": _verdict,
+    "ablation": _ablation,
+    "profiles": _profiles,
+    "make-train-stages": _make_train_stages,
+    "make-test-time": _make_test_time,
+    "recipes": _recipes,
 }
 
 
@@ -185,7 +378,14 @@ def render(text: str) -> str:
     return re.sub(r"(<!-- block:([\w-]+) -->)\n(?:(.*?)\n)?(<!-- /block:\2 -->)", fill, text, flags=re.S)
 
 
-if __name__ == "__main__":
-    for path in FILES:
+def stale() -> list[Path]:
+    """The files of :data:`FILES` whose blocks differ from what :func:`render` prints now."""
+    return [path for path in FILES if render(path.read_text()) != path.read_text()]
+
+
+def write() -> list[Path]:
+    """Rewrite the blocks of every file of :data:`FILES`; returns the files that changed."""
+    changed = stale()
+    for path in changed:
         path.write_text(render(path.read_text()))
-        print(f"rewrote the generated blocks of {path}")
+    return changed

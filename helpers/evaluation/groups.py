@@ -1,10 +1,11 @@
 """What GRPO learned from, group by group: the group log of a run (``groups.jsonl``,
 :class:`helpers.training.callbacks.GroupLog`).
 
-A group teaches only through the differences between its G rewards (DeepSeekMath eq. 3: the advantage is
-the reward minus the group's mean, over its std). Three kinds of group, by what differs:
+A group teaches only through the differences between its G rewards (DeepSeekMath §4.1.2, outcome
+supervision: the advantage is the reward minus the group's mean, over its std). Three kinds of group, by what differs:
 
-* **flat** - every completion earned the same total reward: every advantage is 0, no gradient;
+* **flat** - every completion earned the same total reward: every advantage is 0, so no gradient at
+  β = 0 (with β > 0 only the KL term pulls);
 * **correctness** - some completions are right and some wrong: the only groups that push the policy
   toward right answers;
 * **format only** - all right or all wrong, but the format or integer rewards differ: the gradient
@@ -104,3 +105,41 @@ def groups_table(runs: dict):
             "correctness by third": " ".join(str(t["correctness"]) for t in counts["by_third"]),
         }
     return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def seeds_groups_reading(table, gains: dict) -> str:
+    """A sentence on whether the group log tells the seeds that gained from those that did not.
+
+    Args:
+        table: :func:`groups_table` of the seeds' runs (one row per run label).
+        gains: ``{run label: right answers after GRPO minus before}`` on one test set, for the same
+            labels.
+
+    Returns:
+        The correctness groups (the only groups with a signal toward right answers) of the seeds
+        that gained and of those that did not, and whether their ranges overlap.
+
+    Raises:
+        ValueError: a label of ``gains`` has no row in ``table``, or no seed gained or no seed failed
+            to gain (nothing to compare)."""
+    missing = set(gains) - set(table.index)
+    if missing:
+        raise ValueError(f"no group log for {sorted(missing)}")
+    up = {k: int(table.loc[k, "correctness"]) for k, g in gains.items() if g > 0}
+    down = {k: int(table.loc[k, "correctness"]) for k, g in gains.items() if g <= 0}
+    if not up or not down:
+        raise ValueError("every seed gained, or none did: nothing to compare")
+
+    def listed(d: dict) -> str:
+        return ", ".join(f"{k} ({gains[k]:+d}): {v}" for k, v in d.items())
+
+    overlap = min(up.values()) <= max(down.values()) and min(down.values()) <= max(up.values())
+    verdict = (
+        "the ranges overlap: the group log does not single out the seeds that gained nothing"
+        if overlap
+        else "the ranges do not overlap"
+    )
+    return (
+        f"Correctness groups per run (of {int(table['groups'].iloc[0])}), seeds that gained: {listed(up)}; "
+        f"seeds that did not: {listed(down)}; {verdict}."
+    )

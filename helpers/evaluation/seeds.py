@@ -128,20 +128,25 @@ def pooled_gain(rows: list[dict], set_name: str = "problems") -> dict:
     missing = [r["run"] for r in rows if set_name not in r]
     if missing:
         raise ValueError(f"runs {missing} have no {set_name!r} evaluation")
-    counts = {r[set_name]["n"] for r in rows}
-    if len(counts) != 1:
-        raise ValueError(f"the runs evaluated different numbers of {set_name!r} problems: {sorted(counts)}")
-    gains = [r[set_name]["grpo"] - r[set_name]["cold_start"] for r in rows]
-    mean, low, high = t_interval(gains)
+    return {"seeds": [r["seed"] for r in rows], **_pool([r[set_name] for r in rows], set_name)}
+
+
+def _pool(runs: list[dict], label: str, alpha: float = 0.01) -> dict:
+    """The gains of ``runs`` (dicts with ``n``, ``cold_start``, ``grpo``, ``p``), their mean and 95 % t
+    interval (NaN with one run), how many gained and how many with McNemar p < ``alpha``."""
+    counts = {run["n"] for run in runs}
+    if not runs or len(counts) != 1:
+        raise ValueError(f"{label!r}: no runs, or runs on different numbers of problems: {sorted(counts)}")
+    gains = [run["grpo"] - run["cold_start"] for run in runs]
+    mean, low, high = t_interval(gains) if len(gains) > 1 else (float(gains[0]), math.nan, math.nan)
     return {
-        "seeds": [r["seed"] for r in rows],
         "n": counts.pop(),
         "gains": gains,
         "mean": mean,
         "low": low,
         "high": high,
         "gained_runs": sum(g > 0 for g in gains),
-        "significant_runs": sum(g > 0 and r[set_name]["p"] < 0.01 for g, r in zip(gains, rows)),
+        "significant_runs": sum(g > 0 and run["p"] < alpha for g, run in zip(gains, runs)),
     }
 
 
@@ -183,19 +188,18 @@ def verdict(label: str, runs: list[dict], alpha: float = 0.01) -> tuple[str, str
     Raises:
         ValueError: no runs, more than 11, or runs on different numbers of problems.
     """
-    if not runs:
-        raise ValueError(f"no runs for {label!r}")
-    counts = {run["n"] for run in runs}
-    if len(counts) != 1:
-        raise ValueError(f"{label!r}: the runs evaluated different numbers of problems: {sorted(counts)}")
-    gains = [run["grpo"] - run["cold_start"] for run in runs]
-    significant = sum(g > 0 and run["p"] < alpha for g, run in zip(gains, runs))
-    line = f"{label}, {counts.pop()} problems: gain per run {gains}, {significant} of {len(runs)} with p < {alpha}"
+    g = _pool(runs, label, alpha)
+    line = (
+        f"{label}, {g['n']} problems: gain per run {g['gains']}, {g['significant_runs']} of {len(runs)} "
+        f"with p < {alpha}"
+    )
     if len(runs) < 2:
         return line + "; one run, no interval yet.", "unknown"
-    mean, low, high = t_interval(gains)
-    status = "gain" if low > 0 else "loss" if high < 0 else "no change"
-    return line + f"; mean {mean:+.1f}, 95 % t interval [{low:+.1f}, {high:+.1f}]: {status} over runs.", status
+    status = "gain" if g["low"] > 0 else "loss" if g["high"] < 0 else "no change"
+    return (
+        line + f"; mean {g['mean']:+.1f}, 95 % t interval [{g['low']:+.1f}, {g['high']:+.1f}]: {status} over runs.",
+        status,
+    )
 
 
 def seeds_table(rows: list[dict]):
