@@ -17,11 +17,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers.training.arms import ARMS, LIGHT_FILES, RESULT_FILE
+from helpers.training.arms import ARMS, LIGHT_FILES, RESULT_FILE, SEEDS
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--cold-start", required=True)
-parser.add_argument("--seeds", type=int, nargs="+", default=[3407, 1, 2])
+parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
 parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
 parser.add_argument("--work", default="outputs/ablation", help="where the runs train")
 parser.add_argument("--results", default="results/ablation", help="where their light files are committed")

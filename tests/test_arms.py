@@ -10,14 +10,14 @@ from helpers.training.profiles import CPU
 
 
 @pytest.mark.parametrize("name", list(arms.ARMS))
-def test_every_arm_builds_a_grpo_config_that_differs_from_the_reference_by_its_knob(name, tmp_path):
+def test_every_arm_builds_a_grpo_config_that_differs_from_the_baseline_by_its_knob(name, tmp_path):
     from helpers.training.trainer import build_grpo_config
 
     arm = arms.ARMS[name]
     profile = arms.arm_profile(arm, seed=1)
     config = build_grpo_config(profile, tmp_path, **arm.config)  # a misspelt GRPOConfig field raises here
-    reference = build_grpo_config(arms.arm_profile(arms.ARMS["reference"], seed=1), tmp_path)
-    changed = {k for k, v in config.to_dict().items() if reference.to_dict()[k] != v}
+    baseline = build_grpo_config(arms.arm_profile(arms.ARMS["baseline"], seed=1), tmp_path)
+    changed = {k for k, v in config.to_dict().items() if baseline.to_dict()[k] != v}
     assert changed <= {
         *arm.config,
         "beta",
@@ -31,7 +31,7 @@ def test_every_arm_builds_a_grpo_config_that_differs_from_the_reference_by_its_k
         "steps_per_generation",
     }, changed
     assert arm.rewards in REWARD_SETS and profile.seed == 1 and profile.heldout_problems == 0
-    if name == "reference":
+    if name == "baseline":
         assert not changed and arm.rewards == "checked" and profile == CPU.replace(seed=1, heldout_problems=0)
     elif arm.profile.get("lora_rank"):
         assert not changed and profile.lora_rank == arm.profile["lora_rank"]  # the LoRA, not the config
@@ -46,7 +46,7 @@ def test_an_arm_runs_at_smoke_size_and_reuses_the_cold_starts_evaluation(tiny_mo
     loads = []
     original = models.load_model
     monkeypatch.setattr(models, "load_model", lambda *a, **k: loads.append(k.get("lora", True)) or original(*a, **k))
-    first = arms.run_arm(arms.ARMS["reference"], 3407, tiny_model_dir, tmp_path, quick=True, command="pytest")
+    first = arms.run_arm(arms.ARMS["baseline"], 3407, tiny_model_dir, tmp_path, quick=True, command="pytest")
     second = arms.run_arm(arms.ARMS["placebo"], 3407, tiny_model_dir, tmp_path, quick=True)
     assert loads.count(False) == 1, "the cold start's development-set evaluation is computed once"
     assert first["cold_start_sets"] == second["cold_start_sets"]

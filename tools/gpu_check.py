@@ -365,11 +365,11 @@ def check_profile(cuda: bool, steps: int = 3):
 def run_check(out: Path, cuda: bool, commit: str | None = None) -> dict:
     """All stages into ``out``; returns the summary (:func:`main` writes it to ``out/summary.json``);
     the folders it names are relative to ``out``. ``commit``: recorded where the tree has no ``.git``."""
+    from helpers.control_rewards import random_reward_func
     from helpers.course_format import make_prompt
     from helpers.data.problems import make_problems, problems_dataset
     from helpers.evaluation import adapters, scoring
     from helpers.evaluation.reports import git_commit
-    from helpers.control_rewards import random_reward_func
     from helpers.rewards import REWARD_FUNCS
     from helpers.training import generation, models, trainer
     from helpers.training.hardware import precision

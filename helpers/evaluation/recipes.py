@@ -10,7 +10,7 @@ are. Oldest first:
   wordings shared by training and test), groups of 4, advantages not divided by the group's std. Its
   runs are only at the git tag ``exploration-2026-12``.
 * ``unscaled`` - as ``g4`` with groups of 8.
-* ``fixed`` - as ``unscaled`` with the advantages divided by the group's std (DeepSeekMath eq. 3). Its
+* ``fixed`` - as ``unscaled`` with the advantages divided by the group's std (DeepSeekMath §4.1.2). Its
   gain on its own test problems did not transfer to other wordings.
 * ``varied`` - ``make train`` today: the *varied* family (:mod:`helpers.data.templates_varied`, many
   wordings per kind), tested in distribution, on transfer problems and on the sealed set.

@@ -10,7 +10,7 @@ never on the test or sealed sets. :func:`run_arm` runs one arm with one seed and
 * ``result.json`` - the arm, its changes, the command's provenance, the cost (GRPO wall seconds,
   seconds a step, CPU seconds, peak memory) and, per development set, right answers and valid format;
 * ``outcomes.jsonl`` - one line per problem (set, index, kind, level, correct, format_valid, tokens),
-  paired by index with the reference arm's and the cold start's;
+  paired by index with the baseline arm's and the cold start's;
 * ``metrics.csv``, ``groups.jsonl``, ``lora_adapter/`` and ``training_curves.png`` - the GRPO stage's
   files (:func:`helpers.training.trainer.train`); :data:`LIGHT_FILES` are those worth committing.
 
@@ -33,6 +33,7 @@ from pathlib import Path
 from helpers.training.profiles import CPU, Profile
 
 RESULT_FILE, OUTCOMES_FILE = "result.json", "outcomes.jsonl"
+SEEDS = (3407, 1, 2)  # the ablation's seeds (experiments/ablation.py), 3407 first: make train's
 LIGHT_FILES = (RESULT_FILE, OUTCOMES_FILE, "metrics.csv", "groups.jsonl")  # an arm's files without the adapter
 DEV_PROBLEMS, DEV_TRANSFER = 64, 12  # per level / per kind and range: 256 + 288 development problems
 OUTCOME_FIELDS = ("set", "index", "kind", "level", "correct", "format_valid", "tokens")
@@ -56,7 +57,7 @@ class Arm:
 ARMS = {
     a.name: a
     for a in (
-        Arm("reference", "none: the cpu recipe", "the reference"),
+        Arm("baseline", "none: the cpu recipe", "the baseline every other arm is compared with"),
         Arm(
             "beta",
             "beta = 0.04 (k3 KL to the reference model)",
@@ -66,7 +67,7 @@ ARMS = {
         ),
         Arm(
             "no_std",
-            "advantages r - mean, not divided by the group's std (Dr. GRPO)",
+            "advantages r - mean, not divided by the group's std (half of Dr. GRPO)",
             "groups with a small spread weigh less; little change in 12 steps, since AdamW and the "
             "gradient clipping undo a global scale",
             profile={"scale_rewards": "none"},
@@ -79,7 +80,7 @@ ARMS = {
         ),
         Arm(
             "dr_grpo",
-            "loss normalised by batch x max length (Dr. GRPO)",
+            "loss normalised by batch x max length (the other half of Dr. GRPO)",
             "no per-sequence 1/|o| length bias; short completions of equal advantage weigh the same per "
             "token as long ones",
             profile={"loss_type": "dr_grpo"},
