@@ -190,7 +190,8 @@ def _verdict() -> str:
         )
     else:
         claim += "; statuses over runs: " + ", ".join(sorted(statuses)) + "."
-    return "\n".join(f"- {line}" for line, _ in lines) + "\n\n" + claim
+    order = "Runs in this order: seeds " + ", ".join(str(r["seed"]) for r in rows) + f" (`{REFERENCE_RUN}` first).\n\n"
+    return order + "\n".join(f"- {line}" for line, _ in lines) + "\n\n" + claim
 
 
 def _seed_groups() -> str:
