@@ -225,12 +225,12 @@ def _ablation() -> str:
     lines = ["Committed: " + ", ".join(f"`{arm}` seed {seed}" for arm, seed in seeds) + "."]
     if len({arm for arm, _ in seeds}) < 2:
         return lines[0] + " An arm is compared with the baseline of its seed; none has both yet."
-    columns = ["seeds", "diff", "low", "high", "p"]
     tables = {name: ablation.pooled(runs, name) for name in ablation.SETS}
-    table = tables["dev"][["knob"]].copy()
+    table = tables["dev"][["knob", "seeds"]].copy()
     for name, label in ablation.SETS.items():
-        for c in columns:
-            table[f"{label}: {c}"] = tables[name][c].map(lambda v: "" if v != v else f"{v:.2g}")
+        for c in ("diff", "low", "high"):
+            table[f"{label}: {c}"] = tables[name][c].map(lambda v: "" if v != v else f"{v:+.1f}")
+        table[f"{label}: p per seed"] = tables[name]["p_seeds"]
     table["s/step"] = tables["dev"]["seconds_per_step"].map("{:.0f}".format)
     table["peak GiB"] = tables["dev"]["peak_rss_gib"].map("{:.1f}".format)
     return lines[0] + "\n\n" + markdown(table)
