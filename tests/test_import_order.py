@@ -135,7 +135,7 @@ def test_backend_before_transformers_trl_peft_in_every_gpu_notebook(notebook):
 
 
 def test_notebooks_that_load_models_are_the_expected_ones():
-    assert {p.name[:2] for p in NOTEBOOKS if loads_models(p)} == {"01", "04", "05", "06", "07"}
+    assert {p.name[:2] for p in NOTEBOOKS if loads_models(p)} == {"01", "04", "05", "06", "07", "08"}
 
 
 # ------------------------------------------------------------------- dynamic: fresh interpreters
