@@ -127,15 +127,20 @@ def test_train_checks_shows_and_keeps_the_effective_config(tiny_model_dir, tmp_p
 
     profile = CPU.replace(max_completion_length=8, per_device_train_batch_size=16)  # 2 prompts x 8
     model, tokenizer = load_model(profile, tiny_model_dir)
-    run = train(
-        profile,
-        max_steps=1,
-        model=model,
-        tokenizer=tokenizer,
-        dataset=load_gsm8k("train", n=4),
-        output_dir=tmp_path / "run",
-        reward_funcs=REWARD_FUNCS,
-    )
+
+    def one_step(out, **settings):
+        return train(
+            profile,
+            max_steps=1,
+            model=model,
+            tokenizer=tokenizer,
+            dataset=load_gsm8k("train", n=4),
+            output_dir=tmp_path / out,
+            reward_funcs=REWARD_FUNCS,
+            **settings,
+        )
+
+    run = one_step("run")
     printed = capsys.readouterr().out
     assert "Effective GRPO config" in printed and "per_device_train_batch_size=16" in printed
     assert run.effective_config["per_device_train_batch_size"] == 16 and run.effective_config["num_generations"] == 8
@@ -158,16 +163,7 @@ def test_train_checks_shows_and_keeps_the_effective_config(tiny_model_dir, tmp_p
 
     monkeypatch.setattr(trl, "GRPOConfig", UnslothLikeConfig)
     with pytest.raises(ConfigRewriteError, match="per_device_train_batch_size: 12 -> 8"):
-        train(
-            profile,
-            max_steps=1,
-            model=model,
-            tokenizer=tokenizer,
-            dataset=load_gsm8k("train", n=4),
-            output_dir=tmp_path / "again",
-            reward_funcs=REWARD_FUNCS,
-            per_device_train_batch_size=12,
-        )
+        one_step("again", per_device_train_batch_size=12)
 
 
 # ------------------------------------------------------------- 7: one progress display
