@@ -151,9 +151,9 @@ def _pool(runs: list[dict], label: str, alpha: float = 0.01) -> dict:
 
 
 def pooled_sentence(rows: list[dict], set_name: str = "problems") -> str:
-    """:func:`pooled_gain` of ``rows`` on ``set_name`` in one sentence, e.g. ``"in distribution: mean gain
-    +3.2 of 256 over 5 seeds (seeds 3407, 1, 2, 3, 4), 95 % t interval [-1.0, +7.4] (includes 0); 4 of
-    5 seeds gained, 0 with p < 0.01."``
+    """:func:`pooled_gain` of ``rows`` on ``set_name`` in one sentence, of the form ``"<set>: mean gain
+    <mean> of <n> over <k> seeds (seeds <list>), 95 % t interval [<low>, <high>] (includes 0 | excludes 0);
+    <g> of <k> seeds gained, <s> with p < 0.01."``
 
     Raises:
         ValueError: as :func:`pooled_gain`."""
