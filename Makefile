@@ -1,6 +1,6 @@
 # Two commands on a fresh machine (Python >= 3.10, no GPU needed):
 #   make train   venv + CPU stack, then the main job: cold start -> GRPO -> evaluation
-#                (CPU profile without a GPU; about 18 min on 2 cores, 13 GiB). QUICK=1: smoke size.
+#                (CPU profile without a GPU; time and memory: README, printed from results/). QUICK=1: smoke size.
 #   make test    venv + CPU stack, then ruff (lint), unit tests and every notebook executed with nbmake
 #                (notebooks at smoke size: GRPO_QUICK=1)
 PYTHON ?= python3
