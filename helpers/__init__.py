@@ -12,10 +12,10 @@ Beside them: ``course_format`` (the prompt and answer format the rewards pay for
 ``original_rewards`` (the reward functions the course started from, for notebook 03's comparison).
 
 The rest is machinery, one sub-package per role: ``data`` (GSM8K, course-written problems, problem
-sets, prompts), ``training`` (profiles, models, TRL trainer, the main job), ``evaluation`` (scoring,
-statistics, reports, figures), ``colab`` (install cell, Drive, Hub). ``diagrams`` draws notebook 02's
-figures; ``cli`` is ``python -m helpers``. Importing this package does not import torch, so the
-notebooks' install cell can use it.
+sets, prompts), ``training`` (profiles, models and their vLLM engine, TRL trainer, the main job),
+``evaluation`` (scoring, statistics, reports, figures), ``colab`` (install cell, Drive, Hub).
+``diagrams`` draws notebook 02's figures; ``cli`` is ``python -m helpers``. Importing this package
+does not import torch, so the notebooks' install cell can use it.
 """
 
 __version__ = "0.1.0"

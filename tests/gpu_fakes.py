@@ -53,12 +53,12 @@ def install(monkeypatch, tiny_model_dir, gpu: GPU = T4):
 def uninstall() -> None:
     """Forget the fakes and the engines the course saw loaded (the end of the fake process): a model a
     failed test's traceback still holds is not counted as a live engine by the next test."""
-    from helpers.training import models
+    from helpers.training import engine
 
     for name in FAKE_MODULES:
         sys.modules.pop(name, None)
-    models._LIVE_VLLM.clear()
-    models._LORA_REQUESTS.clear()
+    engine._LIVE_VLLM.clear()
+    engine._LORA_REQUESTS.clear()
 
 
 class FakeGPU:

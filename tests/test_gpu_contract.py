@@ -148,8 +148,8 @@ def test_the_fake_picks_unsloths_dtype(fake, capability, asked, dtype):
 
 
 def test_standby_shares_are_unsloth_zoos():
-    """helpers.training.models.standby_gpu_memory_utilization mirrors load_vllm's table for vLLM >= 0.11."""
-    from helpers.training.models import standby_gpu_memory_utilization
+    """helpers.training.engine.standby_gpu_memory_utilization mirrors load_vllm's table for vLLM >= 0.11."""
+    from helpers.training.engine import standby_gpu_memory_utilization
 
     text = source("unsloth_zoo", "unsloth_zoo/vllm_utils.py")
     block = text[text.index("# Standby mode sleep/wake cycle") : text.index("standby_target_gpu_util *= 0.95")]
@@ -177,7 +177,7 @@ def test_an_unknown_keyword_fails(fake):
 @pytest.mark.parametrize("name, gpu, dtype", [("t4", T4, torch.float16), ("bf16", L4, torch.bfloat16)])
 def test_load_model_and_the_grpo_config_agree_on_precision(fake, monkeypatch, tmp_path, name, gpu, dtype):
     """Notebook 05's settings and model cells on the GPU profiles, against the fakes."""
-    from helpers.training.models import uses_vllm
+    from helpers.training.engine import uses_vllm
 
     monkeypatch.setattr("helpers.training.hardware.gpu_info", lambda: gpu)
     sys.modules["unsloth"].CAPABILITY = gpu.capability
@@ -281,7 +281,7 @@ def test_merged_save_then_release_then_4bit_reload(fake, t4_model, monkeypatch, 
     from helpers.data.gsm8k import load_gsm8k
     from helpers.evaluation.adapters import load_merged
     from helpers.evaluation.before_after import decoding
-    from helpers.training.models import live_vllm_models, uses_vllm
+    from helpers.training.engine import live_vllm_models, uses_vllm
 
     model, tokenizer, adapter = t4_model
     engine = model.vllm_engine
@@ -331,7 +331,8 @@ def test_release_drops_every_reference_to_the_engine_and_the_policy_is_freed_bef
 
     from helpers.data.gsm8k import load_gsm8k
     from helpers.evaluation.adapters import save_merged
-    from helpers.training.models import ENGINE_ATTRIBUTES, load_model, release, uses_vllm
+    from helpers.training.engine import ENGINE_ATTRIBUTES, release, uses_vllm
+    from helpers.training.models import load_model
 
     model, tokenizer = load_model(PROFILES["t4"])
     holders = [m for m in [model, *model.modules()] if set(vars(m)) & set(ENGINE_ATTRIBUTES)]
@@ -385,7 +386,7 @@ def test_notebook_06_reads_a_drive_adapter_and_merges_to_local_disk(fake, t4_mod
     profile in Colab), and the merged model is written under ROOT, not into the Drive run folder."""
     import shutil
 
-    from helpers.training.models import uses_vllm
+    from helpers.training.engine import uses_vllm
 
     model, tokenizer, adapter = t4_model
     mount = tmp_path / "content" / "drive"
@@ -428,7 +429,8 @@ def test_the_vllm_engine_seed_is_load_vllms_default_whatever_the_profile_says(fa
     FastLlamaModel.from_pretrained takes random_state as its own parameter and builds load_vllm's
     arguments without it (only names left in **kwargs are forwarded), so load_vllm's default seeds
     the engine. helpers.training.models says so (VLLM_ENGINE_SEED) and notebook 05 tells the learner."""
-    from helpers.training.models import VLLM_ENGINE_SEED, load_model
+    from helpers.training.engine import VLLM_ENGINE_SEED
+    from helpers.training.models import load_model
 
     llama = source("unsloth", "unsloth/models/llama.py")
     fn = _function(llama, "FastLlamaModel.from_pretrained")

@@ -21,8 +21,8 @@ from helpers.colab.install import (
     pip_commands,
     runtime_pins,
 )
+from helpers.training.engine import standby_gpu_memory_utilization
 from helpers.training.hardware import GPU
-from helpers.training.models import standby_gpu_memory_utilization
 
 REPO = Path(__file__).resolve().parent.parent
 

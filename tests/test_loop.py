@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from helpers import grpo, loop
-from helpers.evaluation import plots, reports
+from helpers.evaluation import plots, variants
 from helpers.training import loop_runs, trl_check
 from helpers.training.fast_rollouts import shared_batch_logps
 
@@ -340,10 +340,10 @@ def test_variant_runs_are_read_tabled_and_plotted(tiny_run, tmp_path):
     run, config = tiny_run
     (tmp_path / "clip").mkdir()
     shutil.copy(run.metrics_csv, tmp_path / "clip" / loop_runs.METRICS_FILE)
-    runs, missing = reports.read_variant_runs(tmp_path)
+    runs, missing = variants.read_variant_runs(tmp_path)
     assert list(runs) == ["clip"] and missing == ["reinforce", "std", "kl"]
-    assert reports.fresh_steps(runs["clip"]) == [1, 3]  # num_iterations 2: steps 1 and 3 sampled
-    table = reports.variant_table(runs)
+    assert variants.fresh_steps(runs["clip"]) == [1, 3]  # num_iterations 2: steps 1 and 3 sampled
+    table = variants.variant_table(runs)
     rows = run.rows
     assert table.loc["clip", "reward, steps 1-5"] == pytest.approx(sum(r["reward"] for r in rows[1:]) / 3)
     assert table.loc["clip", "KL, last fresh batch"] == pytest.approx(rows[3]["kl"])  # step 3, not step 2's

@@ -137,7 +137,7 @@ def test_free_gpu_memory_collects_a_deleted_cycle_and_names_the_numbers(monkeypa
     after the del: it collects first, then reads the free memory, and refuses with the numbers."""
     import torch
 
-    from helpers.training.models import GPUMemoryError, free_gpu_memory
+    from helpers.training.engine import GPUMemoryError, free_gpu_memory
 
     gib, held = 2**30, set()
 

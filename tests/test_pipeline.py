@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from helpers.evaluation.reports import PAIRED, RECORDS_FILE, SUMMARY_FILE, load_summary, save_reference
+from helpers.evaluation.reference import save_reference
+from helpers.evaluation.reports import PAIRED, RECORDS_FILE, SUMMARY_FILE, load_summary
 from helpers.training.pipeline import run_pipeline
 from helpers.training.profiles import PROFILES, shortened
 

@@ -74,7 +74,7 @@ def test_release_puts_the_engine_to_sleep_so_its_kv_cache_is_freed(fake, tmp_pat
     the T4's 14.7 GiB) stayed in vLLM's pools and the merged reload of notebook 06 section 8 had
     about 3.9 GiB. Unsloth's patched sleep(1) unmaps everything but the weights; release now calls it
     before delete_vllm, as Unsloth itself does before a resume (unsloth/models/rl.py)."""
-    from helpers.training.models import release
+    from helpers.training.engine import release
 
     rl = source("unsloth", "unsloth/models/rl.py")
     resume = rl[rl.index("def _maybe_prepare_vllm_for_resume") : rl.index("def _patch_resume_from_checkpoint_memory")]
@@ -130,7 +130,7 @@ def test_the_memory_check_asks_what_the_4bit_reload_needs(fake, tmp_path):
     (transformers' bitsandbytes quantizer), plus one 16-bit weight being quantized and generation.
     After release the T4 has 11.3 GiB free for it."""
     from helpers.evaluation.adapters import merged_4bit_gib
-    from helpers.training.models import free_gpu_memory, release
+    from helpers.training.engine import free_gpu_memory, release
 
     merged = qwen25_3b_checkpoint(tmp_path / "merged")
     assert (merged / "model.safetensors").stat().st_size / GIB == pytest.approx(5.75, abs=0.01)
@@ -154,7 +154,8 @@ def test_a_second_engine_is_refused_with_the_steps_not_vllms_assertion(fake, tmp
     """05's exercise_run and 06's "reload it (section 3)" loaded a second policy with vLLM while one
     had run in the process; vLLM asserted "Sleep mode can only be used for one instance per process".
     load_model now refuses first and says what to do: reuse the policy, or restart."""
-    from helpers.training.models import SecondEngineError, load_model, release
+    from helpers.training.engine import SecondEngineError, release
+    from helpers.training.models import load_model
 
     model, _, _ = policy_and_adapter(tmp_path)
     with pytest.raises(SecondEngineError, match=r"(?s)already holds.*reuse.*exercise_policy"):
@@ -167,7 +168,8 @@ def test_a_second_engine_is_refused_with_the_steps_not_vllms_assertion(fake, tmp
 
 
 def test_without_standby_a_released_engine_leaves_room_for_the_next(fake, monkeypatch, tmp_path):
-    from helpers.training.models import load_model, release
+    from helpers.training.engine import release
+    from helpers.training.models import load_model
 
     monkeypatch.delenv("UNSLOTH_VLLM_STANDBY")
     model, _, _ = policy_and_adapter(tmp_path)
@@ -188,8 +190,8 @@ def test_an_exercise_on_a_t4_reuses_the_policy_with_a_fresh_lora(fake, tmp_path,
     drawn with the profile's seed), so it is the starting point again; on the CPU a new copy is loaded."""
     import torch
 
+    from helpers.training.engine import live_vllm_models
     from helpers.training.exercises import exercise_policy
-    from helpers.training.models import live_vllm_models
 
     model, tokenizer, _ = policy_and_adapter(tmp_path)
     with torch.no_grad():
@@ -218,7 +220,7 @@ def test_after_a_restart_section_8_finds_its_merge_on_disk_and_loads_no_policy(f
 
     from helpers.evaluation.adapters import load_merged
     from helpers.evaluation.merge_check import RECORD_FILE, merge_once
-    from helpers.training.models import GPUMemoryError, release
+    from helpers.training.engine import GPUMemoryError, release
 
     tiny_model_dir = __import__("unsloth").MODEL_DIR
     model, tokenizer, adapter = policy_and_adapter(tmp_path)
@@ -251,7 +253,7 @@ def test_a_merge_cut_short_is_done_again_with_a_policy_loaded_and_released(fake,
     """No record (the session ended before the merge finished): after the restart merge_once loads the
     policy itself, merges, and releases it, so that the next cell can load the merged model."""
     from helpers.evaluation.merge_check import RECORD_FILE, merge_once
-    from helpers.training.models import live_vllm_models, release
+    from helpers.training.engine import live_vllm_models, release
 
     tiny_model_dir = __import__("unsloth").MODEL_DIR
     model, _, adapter = policy_and_adapter(tmp_path)
@@ -274,7 +276,8 @@ def test_notebook_06_section_8_after_a_gpu_memory_error_and_a_restart(fake, monk
     import transformers
     from test_gpu_contract import cell
 
-    from helpers.training.models import GPUMemoryError, load_model
+    from helpers.training.engine import GPUMemoryError
+    from helpers.training.models import load_model
 
     tiny_model_dir = __import__("unsloth").MODEL_DIR
     monkeypatch.setenv("GRPO_PROFILE", "t4")

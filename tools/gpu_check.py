@@ -338,14 +338,14 @@ def versions() -> dict:
 def hardware(cuda: bool) -> dict:
     import torch
 
-    from helpers.evaluation.reports import cpu_count
+    from helpers.evaluation.provenance import machine
     from helpers.training.hardware import gpu_info
 
     gpu = gpu_info() if cuda else None
     return {
         "gpu": gpu.describe() if gpu else None,
         "cuda": torch.version.cuda if cuda else None,
-        "machine": f"{platform.machine()}, {cpu_count()} CPU cores, python {platform.python_version()}",
+        "machine": machine(),
     }
 
 
@@ -369,7 +369,7 @@ def run_check(out: Path, cuda: bool, commit: str | None = None) -> dict:
     from helpers.course_format import make_prompt
     from helpers.data.problems import make_problems, problems_dataset
     from helpers.evaluation import adapters, scoring
-    from helpers.evaluation.reports import git_commit
+    from helpers.evaluation.provenance import git_commit
     from helpers.rewards import REWARD_FUNCS
     from helpers.training import generation, models, trainer
     from helpers.training.hardware import precision

@@ -60,7 +60,7 @@ import sys
 
 REPO_URL = "{REPO_URL}"
 # Unsloth's standby: vLLM sleeps while the trainer runs, and Unsloth REPLACES the profile's
-# gpu_memory_utilization by its own share of the card (0.76 on a T4; see helpers.training.models.standby_note).
+# gpu_memory_utilization by its own share of the card (0.76 on a T4; see helpers.training.engine.standby_note).
 os.environ.setdefault("UNSLOTH_VLLM_STANDBY", "1")
 if "google.colab" in sys.modules:
     ROOT = "/content/grpo-course"

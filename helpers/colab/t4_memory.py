@@ -4,7 +4,7 @@ Nothing in this course has run on a T4 yet. The sizes come from the model's shap
 unsloth_zoo 2026.10.9's vLLM settings, and the memory lines of Unsloth's own Qwen2.5 (3B) GRPO T4
 run (``unslothai/notebooks``, ``nb/Qwen2.5_(3B)-GRPO.ipynb``: "Loading model weights took 2.2160 GB",
 "PyTorch activation peak memory takes 1.05GiB", CUDA graphs "took 0.62 GiB", "Max memory: 14.741 GB").
-With ``UNSLOTH_VLLM_STANDBY=1`` vLLM takes :func:`helpers.training.models.standby_gpu_memory_utilization`
+With ``UNSLOTH_VLLM_STANDBY=1`` vLLM takes :func:`helpers.training.engine.standby_gpu_memory_utilization`
 of the card while it generates and sleeps (its KV cache unmapped) while the trainer computes
 log-probabilities and gradients, so a step has two phases, each with its own free memory:
 :func:`t4_memory` (``python -m helpers.colab.t4_memory`` prints it; docs/t4.md quotes it).
@@ -49,7 +49,7 @@ def t4_memory(profile, total_gib: float = TOTAL_GIB) -> dict:
         ValueError: ``profile`` is not of Qwen2.5-3B-Instruct (the sizes are that model's).
     """
     from helpers.colab.persist import OPTIMIZER_BYTES
-    from helpers.training.models import standby_gpu_memory_utilization
+    from helpers.training.engine import standby_gpu_memory_utilization
     from helpers.training.profiles import QWEN_3B
 
     if profile.model_id != QWEN_3B:

@@ -176,24 +176,25 @@ def load_merged(path, profile):
     dtype. Unsloth profiles (T4): the merged 16-bit checkpoint is re-quantized to 4-bit on load
     (bitsandbytes NF4, compute in the profile's dtype; about 2.5 GB for the 3B model instead of
     6.2 GB in fp16), and only after the policy's vLLM engine is gone. The order on a T4:
-    generate with the LoRA, :func:`save_merged`, :func:`helpers.training.models.release` the policy and
+    generate with the LoRA, :func:`save_merged`, :func:`helpers.training.engine.release` the policy and
     ``del`` it, then this. Generation then uses HF ``generate``, not vLLM. Not run on a GPU yet.
 
     Raises:
         RuntimeError: an Unsloth model's vLLM engine is still up (release it first).
-        helpers.training.models.GPUMemoryError: less free GPU memory than :func:`merged_4bit_gib` (the
+        helpers.training.engine.GPUMemoryError: less free GPU memory than :func:`merged_4bit_gib` (the
             policy was not dropped, or another process holds the card); the message says how to get
             here after a restart, where notebook 06's section 8 finds the merged model on disk
             (:func:`helpers.evaluation.merge_check.merge_once`) and loads no policy.
     """
+    from helpers.training.engine import free_gpu_memory, live_vllm_models
     from helpers.training.hardware import torch_dtype
-    from helpers.training.models import free_gpu_memory, live_vllm_models, load_model
+    from helpers.training.models import load_model
 
     if profile.backend != "unsloth":
         return load_model(profile, path, lora=False)
     if live_vllm_models():
         raise RuntimeError(
-            "a vLLM engine still holds most of the GPU: call helpers.training.models.release(model) "
+            "a vLLM engine still holds most of the GPU: call helpers.training.engine.release(model) "
             "and `del model` before loading the merged model next to it"
         )
     restart = (

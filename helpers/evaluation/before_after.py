@@ -26,7 +26,7 @@ from pathlib import Path
 from helpers.evaluation.adapters import is_peft
 from helpers.evaluation.scoring import MIN_REASONING_STEPS, EvalResult, evaluate, extended_summary, reasoning_complete
 from helpers.evaluation.stats import McNemar, mcnemar
-from helpers.training.models import uses_vllm
+from helpers.training.engine import uses_vllm
 
 # The two runs, as tables, figures and progress bars name them. Not "base": on the CPU the adapter's base model
 # is the cold start, while notebook 06's reference runs call the released model "base" (reports.STAGE_LABELS).

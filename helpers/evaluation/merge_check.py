@@ -2,7 +2,7 @@
 
 On a T4 the section merges the LoRA into the base weights (:func:`helpers.evaluation.adapters.save_merged`),
 releases the policy and reloads the merged model in 4-bit (:func:`helpers.evaluation.adapters.load_merged`),
-which stops with :class:`helpers.training.models.GPUMemoryError` when the GPU is still too full. Its
+which stops with :class:`helpers.training.engine.GPUMemoryError` when the GPU is still too full. Its
 advice is to restart the session, run the install and settings cells, then section 8 again. After a
 restart nothing of sections 2-5 exists (the adapter's folder, the policy, the test questions), so
 section 8 rebuilds what it needs from the settings and from disk: :func:`merge_once` writes the
@@ -42,13 +42,13 @@ def merge_once(profile, adapter_dir, root, prompt, max_new_tokens: int, *, model
 
     Raises:
         FileNotFoundError: ``adapter_dir`` holds no adapter.
-        helpers.training.models.SecondEngineError: no ``model`` given, no merge on disk, and this
+        helpers.training.engine.SecondEngineError: no ``model`` given, no merge on disk, and this
             process cannot start the vLLM engine the policy needs (restart the session).
     """
     from helpers.colab.persist import merged_dir
     from helpers.evaluation.adapters import check_adapter_dir, load_with_adapter, save_merged
+    from helpers.training.engine import release, uses_vllm
     from helpers.training.generation import generate
-    from helpers.training.models import release, uses_vllm
 
     adapter_dir = check_adapter_dir(adapter_dir)
     out = merged_dir(adapter_dir, root)

@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 
 from helpers.evaluation.before_after import RUN_LABELS, Comparison
-from helpers.evaluation.reports import fresh_steps
+from helpers.evaluation.variants import fresh_steps
 
 SMOOTHING = 5  # steps in the trailing mean of the reward curves
 

@@ -1,4 +1,4 @@
-"""Reading and reporting runs: ``summary.json``, the stage tables, per-kind outcomes, reference runs.
+"""Reading and reporting runs: ``summary.json``, the stage tables, per-kind outcomes.
 
 * A pipeline run's ``summary.json`` (:func:`pipeline_summary`: provenance, profile, timings, every
   stage's summary and McNemar's tests between the starting point and GRPO, :func:`paired_tests`) and
@@ -6,22 +6,19 @@
 * Tables of strings: :func:`stage_table` (GSM8K), :func:`problems_table` (course-written problems by
   difficulty level), :func:`outcomes_by_kind` (per problem kind: gained, lost, p).
 * :func:`gain_reading`: GRPO's gain in a run, in distribution and in transfer, in sentences.
-* :func:`save_reference`: a finished run's light files, outcomes without any text, for ``results/``.
-* The runs of the from-scratch loop's variants: :func:`read_variant_runs`, :func:`variant_table`.
-* Provenance shared by every run: :func:`git_commit`, :func:`cpu_count`.
+
+Saving a run for ``results/`` is :mod:`helpers.evaluation.reference`; its provenance (commit, machine)
+:mod:`helpers.evaluation.provenance`; the from-scratch loop's variants :mod:`helpers.evaluation.variants`.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import platform
-import subprocess
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from helpers.loop import VARIANTS
+from helpers.evaluation.provenance import git_commit, machine
 from helpers.training.profiles import CPU, Profile
 
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"  # the committed reference runs
@@ -245,7 +242,7 @@ def pipeline_summary(
         or f"helpers.training.pipeline.run_pipeline(profile {profile.name!r}, {reward_set!r} rewards)",
         "commit": git_commit(),
         "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {cpu_count()} CPU cores, python {platform.python_version()}",
+        "machine": machine(),
         "profile": asdict(profile),
         "reward_set": reward_set,
         "cold_start_examples": (
@@ -394,130 +391,3 @@ def load_summary(run_dir) -> dict:
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: run `python -m helpers train` to make one")
     return json.loads(path.read_text())
-
-
-REFERENCE_FILES = (
-    "summary.json",
-    "metrics.csv",
-    "groups.jsonl",
-    "cold_start_metrics.csv",
-    "training_curves.png",
-    "pass_at_k.json",
-)
-
-
-OUTCOME_KEYS = (
-    "set",
-    "stage",
-    "index",
-    "level",
-    "ops",
-    "kind",
-    "template",
-    "family",
-    "correct",
-    "correct_format_free",
-    "format_strict",
-    "format_valid",
-    "placeholder",
-    "tokens",
-)
-
-
-def save_reference(run_dir, dest) -> Path:
-    """Copy a finished run's light files into ``dest`` (a ``results/`` folder to commit):
-    :data:`REFERENCE_FILES` and ``eval_outcomes.jsonl``, the per-question outcomes of
-    ``eval_records.jsonl`` without any text (:data:`OUTCOME_KEYS`: no GSM8K question, no
-    completion). Returns ``dest``.
-
-    Raises:
-        FileNotFoundError: ``run_dir`` lacks ``summary.json`` or ``eval_records.jsonl``.
-    """
-    import shutil
-
-    run_dir, dest = Path(run_dir), Path(dest)
-    for name in (SUMMARY_FILE, RECORDS_FILE):
-        if not (run_dir / name).exists():
-            raise FileNotFoundError(f"{run_dir / name} not found: is {run_dir} a finished run?")
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in REFERENCE_FILES:
-        if (run_dir / name).exists():
-            shutil.copy2(run_dir / name, dest / name)
-    with open(run_dir / RECORDS_FILE, encoding="utf-8") as src, open(dest / "eval_outcomes.jsonl", "w") as out:
-        for line in src:
-            record = json.loads(line)
-            out.write(json.dumps({key: record[key] for key in OUTCOME_KEYS if key in record}) + "\n")
-    return dest
-
-
-def git_commit() -> str | None:
-    """The current commit (``+dirty`` with uncommitted changes), or None outside a git clone."""
-    try:
-        root = Path(__file__).resolve().parents[2]
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        return commit + ("+dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
-def cpu_count() -> int:
-    import os
-
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-
-
-def read_variant_runs(results_dir) -> tuple[dict, list]:
-    """``({variant: metrics columns}, [missing variants])`` from ``results_dir/<variant>/metrics.csv``, variants in
-    :data:`VARIANTS` order (:func:`helpers.evaluation.plots.read_metrics`)."""
-    from helpers.evaluation.plots import read_metrics
-
-    results_dir = Path(results_dir)
-    found = {
-        s: read_metrics(results_dir / s / METRICS_FILE) for s in VARIANTS if (results_dir / s / METRICS_FILE).exists()
-    }
-    return found, [s for s in VARIANTS if s not in found]
-
-
-def fresh_steps(m: dict) -> list:
-    """The steps of a metrics table (:func:`helpers.evaluation.plots.read_metrics` columns) that sampled a new batch
-    (the others reuse it: their KL is measured on the old policy's samples, where k3 is biased)."""
-    return [s for s, g in zip(m["step"], m["seconds/generation"]) if s > 0 and g > 0]
-
-
-def variant_table(runs: dict):
-    """A ``DataFrame``, one row per variant run: mean reward over the first and the last 5 steps, the KL of
-    the last fresh batch (:func:`fresh_steps`), mean length and grad norm over the last 5 steps, the share
-    of clipped tokens, held-out accuracy before (step 0) and after (last evaluation), and the mean step
-    time (s, without the held-out evaluations)."""
-    import pandas as pd
-
-    def mean(values):
-        values = [v for v in values if not math.isnan(v)]
-        return sum(values) / len(values) if values else float("nan")
-
-    rows = {}
-    for variant, m in runs.items():
-        trained = [i for i, s in enumerate(m["step"]) if s > 0]
-        first, last = trained[:5], trained[-5:]
-        held = [v for v in m.get("heldout/accuracy", []) if not math.isnan(v)]
-        rows[variant] = {
-            "reward, steps 1-5": mean([m["reward"][i] for i in first]),
-            "reward, last 5": mean([m["reward"][i] for i in last]),
-            "KL, last fresh batch": m["kl"][m["step"].index(fresh_steps(m)[-1])],
-            "length, last 5": mean([m["completions/mean_length"][i] for i in last]),
-            "grad norm, last 5": mean([m["grad_norm"][i] for i in last]),
-            "clipped tokens, mean": mean([m["clip_ratio/region_mean"][i] for i in trained]),
-            "held-out, step 0": held[0] if held else float("nan"),
-            "held-out, last": held[-1] if held else float("nan"),
-            "seconds per step": mean([m["step_time_s"][i] for i in trained]),
-        }
-    return pd.DataFrame.from_dict(rows, orient="index")

@@ -349,7 +349,7 @@ def default_batch_size(model) -> int:
     """Questions per generate call: :data:`VLLM_BATCH` (256) for a model with vLLM inside, whose
     engine schedules the sequences itself (small batches leave it mostly idle), else
     :data:`HF_BATCH` (8) padded rows for transformers."""
-    from helpers.training.models import uses_vllm
+    from helpers.training.engine import uses_vllm
 
     return VLLM_BATCH if model is not None and uses_vllm(model) else HF_BATCH
 

@@ -45,7 +45,9 @@ def open_sealed(run_dir, dest, profile) -> dict:
     from helpers.data.sealed import DIGEST, sealed_problems
     from helpers.evaluation.adapters import adapter_base, load_with_adapter
     from helpers.evaluation.before_after import decoding, evaluate_before_after
-    from helpers.evaluation.reports import OUTCOME_KEYS, git_commit, kind_rows, problems_summary, tag_problems
+    from helpers.evaluation.provenance import git_commit
+    from helpers.evaluation.reference import OUTCOME_KEYS
+    from helpers.evaluation.reports import kind_rows, problems_summary, tag_problems
 
     run_dir, dest = Path(run_dir), Path(dest)
     if (dest / SEALED_SUMMARY_FILE).exists():

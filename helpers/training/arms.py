@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import platform
 import resource
 import time
 from dataclasses import dataclass, field
@@ -255,7 +254,7 @@ def run_arm(arm: Arm, seed: int, cold_start, root, *, quick: bool = False, comma
     """
     from helpers.control_rewards import REWARD_SETS
     from helpers.data.problem_sets import grpo_prompts
-    from helpers.evaluation.reports import cpu_count, git_commit
+    from helpers.evaluation.provenance import git_commit, machine
     from helpers.training.profiles import shortened
     from helpers.training.trainer import train
 
@@ -302,7 +301,7 @@ def run_arm(arm: Arm, seed: int, cold_start, root, *, quick: bool = False, comma
         "command": command,
         "commit": git_commit(),
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": f"{platform.machine()}, {cpu_count()} CPU cores, python {platform.python_version()}",
+        "machine": machine(),
         "cost": cost,
         "cold_start_sets": summarize_outcomes(before),
         "sets": summarize_outcomes(after),

@@ -218,8 +218,8 @@ class HeldoutAccuracy(TrainerCallback):
     def evaluate(self, model) -> dict:
         """Greedy completions of the held-out set by ``model`` (adapter on), scored; restores train mode
         and torch's global random state (the rollouts draw from it)."""
+        from helpers.training.engine import uses_vllm
         from helpers.training.generation import generate
-        from helpers.training.models import uses_vllm
 
         if uses_vllm(model):
             raise ValueError(

@@ -2,7 +2,7 @@
 
 Each exercise trains from the same starting point as the main run. On the CPU (transformers
 backend) that is a new copy of the starting point. On a GPU profile with vLLM a new copy would start
-a second vLLM engine, which a process cannot hold (:func:`helpers.training.models.vllm_engine_blocker`):
+a second vLLM engine, which a process cannot hold (:func:`helpers.training.engine.vllm_engine_blocker`):
 the loaded policy is reused, its engine and 4-bit weights as they are, with its LoRA drawn afresh
 (:func:`fresh_lora`): with B = 0 the policy is the starting point again.
 """
@@ -45,7 +45,8 @@ def exercise_policy(profile, model, tokenizer, model_path=None):
         ValueError: an Unsloth profile with vLLM and no loaded policy (``model`` None or released): run
             the section that loads it, or restart the session and run the notebook up to it.
     """
-    from helpers.training.models import load_model, uses_vllm
+    from helpers.training.engine import uses_vllm
+    from helpers.training.models import load_model
 
     if profile.backend != "unsloth" or not profile.fast_inference:
         return load_model(profile, model_path)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from helpers.training.models import lora_request, uses_vllm
+from helpers.training.engine import lora_request, uses_vllm
 
 
 def chat_texts(tokenizer, prompts: list[list[dict]]) -> list[str]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import json
-import platform
 import re
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -16,7 +15,8 @@ import torch
 
 from helpers.data.curriculum import Phase, curriculum_dataset
 from helpers.data.problem_sets import heldout_problems
-from helpers.evaluation.reports import METRICS_FILE, SUMMARY_FILE, cpu_count, git_commit
+from helpers.evaluation.provenance import git_commit, machine
+from helpers.evaluation.reports import METRICS_FILE, SUMMARY_FILE
 from helpers.loop import (
     METRIC_COLUMNS,
     TIME_PARTS,
@@ -91,8 +91,7 @@ def loop_summary(run: LoopRun, config: LoopConfig, command: str | None = None, s
             {
                 "command": command,
                 "commit": git_commit(),
-                "machine": f"{platform.machine()}, {cpu_count()} CPU cores, python {platform.python_version()}, "
-                f"torch {torch.__version__}",
+                "machine": machine() + f", torch {torch.__version__}",
                 "config": {**asdict(config), "share_prompt": share_prompt},
                 "total_s": round(run.seconds, 1),
                 "mean_s": {k: round(sum(r[k] for r in steps) / len(steps), 2) for k in (*TIME_PARTS, "step_time_s")},

