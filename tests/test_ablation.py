@@ -21,7 +21,7 @@ def _run(root, arm, seed, correct, seconds=40.0):
 
 def test_an_arm_is_compared_with_the_baseline_of_its_seed(tmp_path):
     _run(tmp_path, "baseline", 1, [1, 1, 0, 0, 0, 0])
-    _run(tmp_path, "baseline", 2, [1, 0, 0, 0, 0, 0])
+    _run(tmp_path, "baseline", 2, [1, 0, 0, 0, 0, 0], seconds=30.0)
     _run(tmp_path, "beta", 1, [1, 1, 1, 1, 1, 0], seconds=52.0)  # 3 more right, none lost
     _run(tmp_path, "beta", 2, [0, 1, 1, 0, 0, 0], seconds=48.0)  # +1: 2 gained, 1 lost
     _run(tmp_path, "placebo", 3, [0, 0, 0, 0, 0, 0])  # no baseline of seed 3: left out
@@ -35,7 +35,9 @@ def test_an_arm_is_compared_with_the_baseline_of_its_seed(tmp_path):
     half = 12.706 * math.sqrt(2) / math.sqrt(2)  # t_{0.975,1} * sd / sqrt(n), sd of (3, 1) = sqrt(2)
     assert (beta["diff"], beta["low"], beta["high"]) == pytest.approx((2.0, 2.0 - half, 2.0 + half))
     assert beta["p_seeds"] == "0.25 1"  # per seed: 3 gained, 0 lost; 2 gained, 1 lost (not summed: same problems)
-    assert beta["seconds_per_step"] == 50.0 and table.loc["baseline", "seconds_per_step"] == 40.0
+    assert beta["seconds_per_step"] == 50.0 and table.loc["baseline", "seconds_per_step"] == 35.0
+    # the cost ratio pairs each seed with its own baseline (52/40, 48/30), not the means (50/35 = 1.43)
+    assert list(seeds["step_ratio"]) == [1.3, 1.6] and beta["step_ratio"] == pytest.approx(1.45)
     assert list(table.index) == ["baseline", "beta"]
     ax = ablation.plot_forest(runs)
     assert [t.get_text() for t in ax.get_yticklabels()] == ["beta"]

@@ -369,7 +369,7 @@ def test_release_drops_every_reference_to_the_engine_and_the_policy_is_freed_bef
     }
     exec(
         "from helpers.evaluation.adapters import load_merged\nfrom helpers.grading import extract_answer\n"
-        "from helpers.training.generation import generate\nfrom helpers.training.models import uses_vllm",
+        "from helpers.training.generation import generate\nfrom helpers.training.engine import uses_vllm",
         namespace,
     )
     del model
@@ -428,7 +428,7 @@ def test_the_vllm_engine_seed_is_load_vllms_default_whatever_the_profile_says(fa
     """Random_state reaches Unsloth, not the vLLM engine. Read from the pinned wheels:
     FastLlamaModel.from_pretrained takes random_state as its own parameter and builds load_vllm's
     arguments without it (only names left in **kwargs are forwarded), so load_vllm's default seeds
-    the engine. helpers.training.models says so (VLLM_ENGINE_SEED) and notebook 05 tells the learner."""
+    the engine. helpers.training.engine says so (VLLM_ENGINE_SEED) and notebook 05 tells the learner."""
     from helpers.training.engine import VLLM_ENGINE_SEED
     from helpers.training.models import load_model
 

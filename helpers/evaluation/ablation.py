@@ -58,7 +58,7 @@ def _discordant(a: list[bool], b: list[bool]) -> tuple[int, int]:
 
 PER_SEED_COLUMNS = (
     "arm", "seed", "n", "right", "baseline", "diff", "only_arm", "only_baseline", "p", "seconds_per_step",
-    "peak_rss_gib",
+    "peak_rss_gib", "step_ratio",
 )  # fmt: skip
 
 
@@ -66,7 +66,8 @@ def per_seed(runs: dict, set_name: str = "dev"):
     """One row per arm and seed that has a baseline run of the same seed: ``arm``, ``seed``, ``n``,
     ``right`` (the arm's), ``baseline`` (the baseline's), ``diff``, ``only_arm``, ``only_baseline``
     (discordant problems), ``p`` (McNemar), and the arm's cost (``seconds_per_step``, ``peak_rss_gib``:
-    the training process's peak resident memory, GiB). A ``DataFrame`` with :data:`PER_SEED_COLUMNS`
+    the training process's peak resident memory, GiB; ``step_ratio``: its seconds a step over the
+    baseline's of the same seed, which vary from seed to seed). A ``DataFrame`` with :data:`PER_SEED_COLUMNS`
     (no rows before an arm and its baseline share a seed), sorted by arm as
     :data:`helpers.training.arms.ARMS` lists them, then seed.
 
@@ -98,6 +99,7 @@ def per_seed(runs: dict, set_name: str = "dev"):
                 "p": mcnemar_exact_p(only_arm, only_base),
                 "seconds_per_step": cost["seconds_per_step"],
                 "peak_rss_gib": cost["peak_rss_gib"],
+                "step_ratio": cost["seconds_per_step"] / base["result"]["cost"]["seconds_per_step"],
             }
         )
     order = {name: i for i, name in enumerate(ARMS)}
@@ -109,7 +111,8 @@ def per_seed(runs: dict, set_name: str = "dev"):
 
 def pooled(runs: dict, set_name: str = "dev"):
     """One row per arm: ``seeds``, mean ``diff`` with its 95 % t interval (``low``, ``high``; NaN with one
-    seed), ``p_seeds`` (each seed's McNemar p, in seed order, as text), the mean cost, and the arm's
+    seed), ``p_seeds`` (each seed's McNemar p, in seed order, as text), the mean cost (``step_ratio``: the mean
+    over seeds of the arm's seconds a step over the same seed's baseline's), and the arm's
     ``knob`` and ``predicted`` effect. The first row is the baseline's own cost (``diff`` 0, no interval).
     A ``DataFrame`` indexed by arm."""
     import math
@@ -132,6 +135,7 @@ def pooled(runs: dict, set_name: str = "dev"):
                 "p_seeds": "",
                 "seconds_per_step": sum(r["cost"]["seconds_per_step"] for r in baseline) / len(baseline),
                 "peak_rss_gib": max(r["cost"]["peak_rss_gib"] for r in baseline),
+                "step_ratio": 1.0,
                 "knob": baseline[0]["knob"],
                 "predicted": baseline[0]["predicted"],
             }
@@ -150,11 +154,13 @@ def pooled(runs: dict, set_name: str = "dev"):
                 "p_seeds": " ".join(f"{p:.2g}" for p in group["p"]),
                 "seconds_per_step": group["seconds_per_step"].mean(),
                 "peak_rss_gib": group["peak_rss_gib"].max(),
+                "step_ratio": group["step_ratio"].mean(),
                 "knob": result["knob"],
                 "predicted": result["predicted"],
             }
         )
-    columns = ["arm", "seeds", "diff", "low", "high", "p_seeds", "seconds_per_step", "peak_rss_gib", "knob"]
+    columns = ["arm", "seeds", "diff", "low", "high", "p_seeds", "seconds_per_step", "step_ratio", "peak_rss_gib"]
+    columns.append("knob")
     return pd.DataFrame(rows, columns=columns + ["predicted"]).set_index("arm")
 
 

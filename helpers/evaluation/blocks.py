@@ -214,7 +214,8 @@ def _seed_groups() -> str:
 
 def _ablation() -> str:
     """The committed arms of ``results/ablation`` (:mod:`helpers.evaluation.ablation`): seeds, the mean
-    difference against the reference on both development sets, its interval, McNemar's p, the cost."""
+    difference against the baseline on both development sets, its interval, McNemar's p, the cost (and its
+    ratio to the baseline's of the same seed)."""
     from helpers.evaluation import ablation
 
     try:
@@ -232,6 +233,7 @@ def _ablation() -> str:
             table[f"{label}: {c}"] = tables[name][c].map(lambda v: "" if v != v else f"{v:+.1f}")
         table[f"{label}: p per seed"] = tables[name]["p_seeds"]
     table["s/step"] = tables["dev"]["seconds_per_step"].map("{:.0f}".format)
+    table["x baseline's s/step"] = tables["dev"]["step_ratio"].map("{:.2f}".format)
     table["peak GiB"] = tables["dev"]["peak_rss_gib"].map("{:.1f}".format)
     return lines[0] + "\n\n" + markdown(table)
 

@@ -115,7 +115,7 @@ class Profile:
     scale_rewards: str = "group"
     num_iterations: int = 1  # optimizer steps on each generated batch (> 1: the ratio departs from 1)
     gpu_memory_utilization: float = 0.5  # share of GPU memory vLLM may take
-    # (UNSLOTH_VLLM_STANDBY=1, which the install cell sets, replaces it: see helpers.training.models)
+    # (UNSLOTH_VLLM_STANDBY=1, which the install cell sets, replaces it: see helpers.training.engine)
     # Rollouts on a separate TRL vLLM server (`trl vllm-serve` on its own GPU, TRL's vllm_mode
     # "server"), e.g. "http://localhost:8000"; plain TRL profiles only. None: generate in-process.
     vllm_server_url: str | None = None
