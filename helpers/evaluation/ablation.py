@@ -109,6 +109,12 @@ def per_seed(runs: dict, set_name: str = "dev"):
     )
 
 
+POOLED_COLUMNS = (
+    "arm", "seeds", "diff", "low", "high", "p_seeds", "seconds_per_step", "peak_rss_gib", "step_ratio", "knob",
+    "predicted",
+)  # fmt: skip
+
+
 def pooled(runs: dict, set_name: str = "dev"):
     """One row per arm: ``seeds``, mean ``diff`` with its 95 % t interval (``low``, ``high``; NaN with one
     seed), ``p_seeds`` (each seed's McNemar p, in seed order, as text), the mean cost (``step_ratio``: the mean
@@ -159,9 +165,7 @@ def pooled(runs: dict, set_name: str = "dev"):
                 "predicted": result["predicted"],
             }
         )
-    columns = ["arm", "seeds", "diff", "low", "high", "p_seeds", "seconds_per_step", "step_ratio", "peak_rss_gib"]
-    columns.append("knob")
-    return pd.DataFrame(rows, columns=columns + ["predicted"]).set_index("arm")
+    return pd.DataFrame(rows, columns=list(POOLED_COLUMNS)).set_index("arm")
 
 
 def plot_forest(runs: dict, set_name: str = "dev", ax=None):
