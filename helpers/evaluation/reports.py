@@ -27,6 +27,7 @@ RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"  # the committed r
 SUMMARY_FILE = "summary.json"
 METRICS_FILE = "metrics.csv"  # one row per GRPO step (trainer and loop alike)
 GROUPS_FILE = "groups.jsonl"  # one row per GRPO group (helpers.training.callbacks.GroupLog)
+EFFECTIVE_CONFIG_FILE = "effective_config.json"  # the trainer's settings after TRL's and Unsloth's rewrites
 
 
 RECORDS_FILE = "eval_records.jsonl"

@@ -11,8 +11,9 @@ never on the test or sealed sets. :func:`run_arm` runs one arm with one seed and
   seconds a step, CPU seconds, peak memory) and, per development set, right answers and valid format;
 * ``outcomes.jsonl`` - one line per problem (set, index, kind, level, correct, format_valid, tokens),
   paired by index with the baseline arm's and the cold start's;
-* ``metrics.csv``, ``groups.jsonl``, ``lora_adapter/`` and ``training_curves.png`` - the GRPO stage's
-  files (:func:`helpers.training.trainer.train`); :data:`LIGHT_FILES` are those worth committing.
+* ``metrics.csv``, ``groups.jsonl``, ``effective_config.json``, ``lora_adapter/`` and
+  ``training_curves.png`` - the GRPO stage's files (:func:`helpers.training.trainer.train`);
+  :data:`LIGHT_FILES` are those worth committing.
 
 The cold start's evaluation on the development sets is the same for every arm (same model, problems and
 decoding): :func:`cold_start_outcomes` computes it once per cold start and keeps it in
@@ -29,11 +30,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from helpers.evaluation.reports import EFFECTIVE_CONFIG_FILE, GROUPS_FILE, METRICS_FILE
 from helpers.training.profiles import CPU, Profile
 
 RESULT_FILE, OUTCOMES_FILE = "result.json", "outcomes.jsonl"
 SEEDS = (3407, 1, 2)  # the ablation's seeds (experiments/ablation.py), 3407 first: make train's
-LIGHT_FILES = (RESULT_FILE, OUTCOMES_FILE, "metrics.csv", "groups.jsonl")  # an arm's files without the adapter
+LIGHT_FILES = (RESULT_FILE, OUTCOMES_FILE, METRICS_FILE, GROUPS_FILE, EFFECTIVE_CONFIG_FILE)  # without the adapter
 DEV_PROBLEMS, DEV_TRANSFER = 64, 12  # per level / per kind and range: 256 + 288 development problems
 OUTCOME_FIELDS = ("set", "index", "kind", "level", "correct", "format_valid", "tokens")
 

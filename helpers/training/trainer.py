@@ -37,7 +37,7 @@ from pathlib import Path
 import torch
 from trl import GRPOTrainer
 
-from helpers.evaluation.reports import GROUPS_FILE, METRICS_FILE
+from helpers.evaluation.reports import EFFECTIVE_CONFIG_FILE, GROUPS_FILE, METRICS_FILE
 from helpers.training.callbacks import GroupLog, MetricsCSV, TruncationGuard, quiet_progress
 from helpers.training.checkpoints import checkpoint_step, last_checkpoint
 from helpers.training.checks import check_config, format_config, one_value_per_completion
@@ -45,12 +45,7 @@ from helpers.training.fast_rollouts import MergedPolicy, merged_generate, shared
 from helpers.training.profiles import Profile, get_profile
 
 ADAPTER_DIR = "lora_adapter"
-
-
 CURVES_FILE = "training_curves.png"
-
-
-EFFECTIVE_CONFIG_FILE = "effective_config.json"  # the trainer's settings after TRL's and Unsloth's rewrites
 
 
 @dataclass
