@@ -130,3 +130,22 @@ def test_group_log_writes_each_generated_batch_once_and_finds_each_prompts_row(t
     ]
     with pytest.raises(AttributeError, match="_logs"):
         GroupLog(tmp_path / "x.jsonl", SimpleNamespace(), data, num_generations=2)
+
+
+def test_group_log_resumed_at_a_checkpoint_drops_the_groups_logged_after_it(tmp_path):
+    """Bug (Colab round 4, L1): a run resumed at step N appended again the steps logged after N,
+    so notebook 05's group counts took them twice."""
+    import json
+
+    from datasets import Dataset
+
+    from helpers.training.callbacks import GroupLog
+
+    path = tmp_path / "groups.jsonl"
+    path.write_text("".join(json.dumps({"step": s, "group": g}) + "\n" for s in (1, 2, 3) for g in (0, 1)))
+    data = Dataset.from_dict({"question": ["Ann has 3 pens."]})
+    log = GroupLog(path, SimpleNamespace(_logs={}), data, num_generations=2)
+    log.on_train_begin(None, SimpleNamespace(global_step=2, is_world_process_zero=True), None)
+    assert [json.loads(line)["step"] for line in path.read_text().splitlines()] == [1, 1, 2, 2]
+    log.on_train_begin(None, SimpleNamespace(global_step=0, is_world_process_zero=True), None)
+    assert path.read_text() == ""

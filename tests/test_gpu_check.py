@@ -136,12 +136,12 @@ def test_gpu_check_runs_on_cpu(tmp_path):
 @pytest.mark.slow
 def test_gpu_check_16_bit_path_on_cpu(gpu_check, tmp_path, monkeypatch):
     """The bf16 branch a GPU takes (model dtype, the trainer's bf16 flag, the 16-bit merge criterion),
-    run on the CPU by making helpers.training.hardware.precision answer bf16 for the check's profile."""
-    import helpers.training.hardware as hardware
+    run on the CPU by making helpers.training.profiles.precision answer bf16 for the check's profile."""
+    import helpers.training.profiles as profiles
 
-    real = hardware.precision
+    real = profiles.precision
     monkeypatch.setattr(
-        hardware,
+        profiles,
         "precision",
         lambda profile, gpu=None: "bf16" if profile.name.startswith("cuda") else real(profile, gpu),
     )

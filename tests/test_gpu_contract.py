@@ -186,8 +186,8 @@ def test_load_model_and_the_grpo_config_agree_on_precision(fake, monkeypatch, tm
     monkeypatch.delenv("GRPO_DRIVE", raising=False)
     monkeypatch.delenv("GRPO_DRIVE_DIR", raising=False)
     namespace = {"ROOT": str(tmp_path)}
-    exec(cell("05", "cbca6a1a"), namespace)  # settings: profile, OUTPUT_DIR, GRPOConfig
-    exec(cell("05", "9924cd62"), namespace)  # the starting point with a fresh LoRA
+    for cell_id in ("settings", "load-model", "add-lora", "grpo-config"):  # the model, its LoRA, GRPOConfig
+        exec(cell("05", cell_id), namespace)
     model, config, profile = namespace["model"], namespace["config"], namespace["profile"]
     [load] = fake.calls("FastLanguageModel.from_pretrained")
     assert load["dtype"] == dtype and load["load_in_4bit"] and load["fast_inference"]
@@ -254,22 +254,18 @@ def test_generate_with_a_lora_makes_one_request_per_adapter(fake, t4_model, gsm8
 
 
 def test_notebook_05_generates_after_training_with_the_saved_adapter(fake, t4_model, gsm8k_dir):
+    """Section 10 on the T4: the question after GRPO with the saved LoRA, then base vs. LoRA on 4 questions."""
     from helpers.data.gsm8k import load_gsm8k
-    from helpers.training.generation import generate
 
     model, tokenizer, adapter = t4_model
-    namespace = {
-        "model": model,
-        "tokenizer": tokenizer,
-        "profile": PROFILES["t4"],
-        "generate": generate,
-        "question": load_gsm8k("test", n=1)[0],
-        "before": "",
-        "ADAPTER": adapter,
-    }
-    exec(cell("05", "87d28784"), namespace)  # section 10: the same question with the LoRA
-    [call] = fake.calls("model.load_lora")
-    assert Path(call["save_directory"]) == adapter.resolve() and namespace["after"].startswith("<lora")
+    namespace = {"model": model, "tokenizer": tokenizer, "profile": PROFILES["t4"], "GPU": True, "torch": torch}
+    namespace["test_ds"] = load_gsm8k("test", n=4)
+    exec(cell("05", "generate"), namespace)  # defines generate, answers the question before training
+    namespace["ADAPTER"] = adapter
+    exec(cell("05", "after"), namespace)  # section 10: the same question with the LoRA, then 4 questions
+    loads = fake.calls("model.load_lora")
+    assert Path(loads[0]["save_directory"]) == adapter and namespace["after"].startswith("<lora")
+    assert namespace["before"].startswith("<base>") and namespace["N"] == 4
 
 
 # -------------------------------------------------------------- notebook 06's merged model
@@ -280,8 +276,7 @@ def test_merged_save_then_release_then_4bit_reload(fake, t4_model, monkeypatch, 
 
     from helpers.data.gsm8k import load_gsm8k
     from helpers.evaluation.adapters import load_merged
-    from helpers.evaluation.before_after import decoding
-    from helpers.training.engine import live_vllm_models, uses_vllm
+    from helpers.training.engine import live_vllm_models
 
     model, tokenizer, adapter = t4_model
     engine = model.vllm_engine
@@ -299,16 +294,16 @@ def test_merged_save_then_release_then_4bit_reload(fake, t4_model, monkeypatch, 
         "ADAPTER_DIR": adapter,
         "profile": PROFILES["t4"],
         "test_ds": load_gsm8k("test", n=1),
-        "DECODING": decoding(PROFILES["t4"]),
-        "uses_vllm": uses_vllm,
+        "GREEDY": dict(max_new_tokens=16, temperature=0.0, top_p=1.0),
+        "GPU": True,
     }
     namespace["ROOT"] = adapter.parent.parent  # a local adapter: merged beside it
-    exec(cell("06", "ce4db054"), namespace)  # generate with the LoRA, save the merged model
+    exec(cell("06", "merge"), namespace)  # generate with the LoRA, save the merged model
     [merge] = fake.calls("model.save_pretrained_merged")
     assert merge["save_method"] == "merged_16bit" and (adapter.parent / "merged" / "config.json").exists()
     with pytest.raises(RuntimeError, match="release"):
         load_merged(adapter.parent / "merged", PROFILES["t4"])  # the wrong order is refused
-    exec(cell("06", "895f6e37"), namespace)  # release, del, reload in 4-bit, generate with HF
+    exec(cell("06", "reload"), namespace)  # release, del, reload in 4-bit, generate with HF
     [deleted] = fake.calls("unsloth_zoo.vllm_utils.delete_vllm")
     assert deleted["llm"]() is engine and not engine.alive
     assert "model" not in namespace and live_vllm_models() == 0
@@ -364,18 +359,14 @@ def test_release_drops_every_reference_to_the_engine_and_the_policy_is_freed_bef
         "profile": PROFILES["t4"],
         "MERGED_DIR": merged_dir,
         "question": load_gsm8k("test", n=1)[0],
-        "greedy": dict(max_new_tokens=4, temperature=0),
+        "GREEDY": dict(max_new_tokens=4, temperature=0.0, top_p=1.0),
+        "GPU": True,
         "with_lora": "",
     }
-    exec(
-        "from helpers.evaluation.adapters import load_merged\nfrom helpers.grading import extract_answer\n"
-        "from helpers.training.generation import generate\nfrom helpers.training.engine import uses_vllm",
-        namespace,
-    )
     del model
     gc.disable()  # only the code under test collects
     try:
-        exec(cell("06", "895f6e37"), namespace)  # release, del, load_merged, generate
+        exec(cell("06", "reload"), namespace)  # release, del, load_merged, generate
     finally:
         gc.enable()
     assert alive_at_load == [{"engine": False, "policy": False}]
@@ -407,8 +398,8 @@ def test_notebook_06_reads_a_drive_adapter_and_merges_to_local_disk(fake, t4_mod
     monkeypatch.setenv("GRPO_PROFILE", "t4")
     root = tmp_path / "content" / "grpo-course"
     namespace = {"ROOT": str(root)}
-    exec(cell("06", "c5c61adb"), namespace)  # settings: USE_DRIVE by default, ADAPTER on Drive
-    exec(cell("06", "c05c0b32"), namespace)  # locate the adapter
+    exec(cell("06", "settings"), namespace)  # settings: USE_DRIVE by default, ADAPTER on Drive
+    exec(cell("06", "adapter"), namespace)  # locate the adapter
     assert namespace["USE_DRIVE"] and mounted == [str(mount)]
     assert namespace["ADAPTER_DIR"] == run_on_drive / "lora_adapter"
     namespace.update(
@@ -417,7 +408,7 @@ def test_notebook_06_reads_a_drive_adapter_and_merges_to_local_disk(fake, t4_mod
         uses_vllm=uses_vllm,
         test_ds=__import__("helpers.data.gsm8k", fromlist=["load_gsm8k"]).load_gsm8k("test", n=1),
     )
-    exec(cell("06", "ce4db054"), namespace)  # generate with the LoRA, save the merged model
+    exec(cell("06", "merge"), namespace)  # generate with the LoRA, save the merged model
     assert namespace["MERGED_DIR"] == root / "outputs" / "grpo-t4" / "merged"
     assert (root / "outputs" / "grpo-t4" / "merged" / "config.json").exists()
     assert not (run_on_drive / "merged").exists()
@@ -451,27 +442,28 @@ def test_the_vllm_engine_seed_is_load_vllms_default_whatever_the_profile_says(fa
     model, _ = load_model(PROFILES["t4"])  # seed 3407
     assert model.vllm_engine.seed == VLLM_ENGINE_SEED != PROFILES["t4"].seed
     assert f"engine seed {VLLM_ENGINE_SEED}, not the profile's 3407" in capsys.readouterr().out
-    assert "VLLM_ENGINE_SEED" in cell("05", "t4-not-seeded") and "not seeded" in cell("05", "t4-not-seeded")
+    assert "VLLM_ENGINE_SEED" in cell("05", "wyss-model") and "not seeded" in cell("05", "wyss-model")
 
 
 def test_evaluation_hands_vllm_hundreds_of_prompts_per_call(fake, t4_model, gsm8k_dir):
     """Notebook 06 gave vLLM 16 questions a call (2 x 1,319 / 16 = 166 calls); it
-    now uses default_batch_size: 256 a call with vLLM, 6 calls a side for the whole test split."""
+    now gives it 256 a call, as default_batch_size does: 6 calls a side for the whole test split."""
     from helpers.data.gsm8k import load_gsm8k
     from helpers.evaluation.scoring import VLLM_BATCH, default_batch_size
 
     model, tokenizer, adapter = t4_model
-    test = load_gsm8k("test", n=300)
     namespace = {
         "model": model,
         "tokenizer": tokenizer,
         "ADAPTER_DIR": adapter,
-        "N": 300,
-        "SEED": 0,
-        "DECODING": dict(max_new_tokens=8, temperature=1.0, top_p=1.0),
-        "load_gsm8k": lambda split: test,
+        "profile": PROFILES["t4"],
+        "GPU": True,
+        "N_GSM8K": 300,
+        "STAND_IN": False,
+        "GREEDY": dict(max_new_tokens=8, temperature=0.0, top_p=1.0),
+        "test_ds": load_gsm8k("test", n=300),
     }
-    exec(cell("06", "73f964ca"), namespace)  # section 5: base vs base + LoRA
+    exec(cell("06", "evaluate"), namespace)  # section 5: base vs base + LoRA
     sizes = [len(call["prompts"]) for call in fake.calls("model.fast_generate")]
-    assert namespace["BATCH_SIZE"] == VLLM_BATCH == 256 and sizes == [256, 44, 256, 44]
-    assert default_batch_size(None) == 8 and 2 * -(-1319 // default_batch_size(model)) == 12
+    assert list(namespace["comparisons"]) == ["GSM8K test"] and sizes == [256, 44, 256, 44]
+    assert default_batch_size(model) == VLLM_BATCH == 256 and 2 * -(-1319 // default_batch_size(model)) == 12

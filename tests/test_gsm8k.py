@@ -44,3 +44,19 @@ def test_bad_inputs_raise_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="####"):
         extract_hash_answer("no label here")
     assert extract_hash_answer("2 + 2 = 4\n#### 1,000") == "1,000"
+
+
+def test_a_gpu_profile_refuses_to_train_on_the_embedded_sample(monkeypatch):
+    """Colab round 4, R5: a failed hub probe made a T4 run of hours train on the 40 sample
+    problems (not GSM8K) with only a print. Now the GPU profiles stop; the CPU profile goes on."""
+    import pytest
+
+    from helpers.data.problem_sets import grpo_prompts
+    from helpers.training.profiles import PROFILES
+
+    monkeypatch.delenv("GSM8K_DIR", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for name in ("t4", "bf16"):
+        with pytest.raises(RuntimeError, match="not GSM8K"):
+            grpo_prompts(PROFILES[name])
+    assert len(grpo_prompts(PROFILES["cpu"])) > 0

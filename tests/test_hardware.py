@@ -2,8 +2,8 @@
 
 import pytest
 
-from helpers.training.hardware import GPU, mixed_precision_flags, pick_profile_name, precision, torch_dtype
-from helpers.training.profiles import PROFILES, get_profile
+from helpers.training.hardware import GPU, pick_profile_name
+from helpers.training.profiles import PROFILES, get_profile, mixed_precision_flags, precision, torch_dtype
 from helpers.training.trainer import build_grpo_config
 
 T4 = GPU("Tesla T4", (7, 5), 14.7)
@@ -76,7 +76,7 @@ def test_bf16_profile_on_a_t4_is_a_clear_error():
 
 def test_bug_bf16_gpu_got_fp16_config_while_unsloth_loads_bf16(monkeypatch, tmp_path):
     """Bug: the profile forced fp16=True while Unsloth loads bf16 where the GPU has it.
-    Now the GRPOConfig flags follow helpers.training.hardware.precision, as the model's dtype does."""
+    Now the GRPOConfig flags follow helpers.training.profiles.precision, as the model's dtype does."""
     monkeypatch.setattr("helpers.training.hardware.gpu_info", lambda: L4)
     config = build_grpo_config(PROFILES["bf16"], tmp_path)
     assert config.bf16 and not config.fp16

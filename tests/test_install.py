@@ -246,3 +246,21 @@ def test_the_install_cell_stops_instead_of_printing():
 )
 def test_what_standby_does_to_gpu_memory_utilization(total_gib, share):
     assert standby_gpu_memory_utilization(total_gib) == share
+
+
+def test_the_unsloth_stack_stops_before_pip_on_python_3_14(tmp_path, monkeypatch):
+    """Colab round 4, R8: vllm 0.11.2 requires Python < 3.14; on a newer Colab image the install cell
+    ran pip and failed halfway. Now it stops before pip, with the way out; other stacks go on."""
+    from helpers.colab import install
+
+    runs = []
+    run = lambda cmd, cwd, check: runs.append(cmd)  # noqa: E731
+    monkeypatch.setattr(install, "gpu_from_smi", lambda: GPU("Tesla T4", (7, 5), 14.7))
+    monkeypatch.delenv("GRPO_STACK", raising=False)
+    monkeypatch.delenv("GRPO_PROFILE", raising=False)
+    with pytest.raises(RuntimeError, match=r"Python 3\.14.*vllm 0\.11\.2.*Runtime version"):
+        install_once(tmp_path, run=run, modules={}, python=(3, 14, 0))
+    assert runs == [] and not (tmp_path / MARKER).exists()
+    assert install_once(tmp_path, run=run, modules={}, python=(3, 13, 5)) is True and len(runs) == 1
+    (tmp_path / MARKER).unlink()
+    assert install_once(tmp_path, run=run, modules={}, stack="cpu", python=(3, 14, 0)) is True

@@ -191,7 +191,7 @@ def test_an_exercise_on_a_t4_reuses_the_policy_with_a_fresh_lora(fake, tmp_path,
     import torch
 
     from helpers.training.engine import live_vllm_models
-    from helpers.training.exercises import exercise_policy
+    from helpers.training.models import exercise_policy
 
     model, tokenizer, _ = policy_and_adapter(tmp_path)
     with torch.no_grad():
@@ -218,8 +218,7 @@ def test_after_a_restart_section_8_finds_its_merge_on_disk_and_loads_no_policy(f
     merged model and the LoRA's answer on disk; after a restart it finds them and loads no policy."""
     import torch
 
-    from helpers.evaluation.adapters import load_merged
-    from helpers.evaluation.merge_check import RECORD_FILE, merge_once
+    from helpers.evaluation.adapters import RECORD_FILE, load_merged, merge_once
     from helpers.training.engine import GPUMemoryError, release
 
     tiny_model_dir = __import__("unsloth").MODEL_DIR
@@ -252,7 +251,7 @@ def test_after_a_restart_section_8_finds_its_merge_on_disk_and_loads_no_policy(f
 def test_a_merge_cut_short_is_done_again_with_a_policy_loaded_and_released(fake, tmp_path, monkeypatch):
     """No record (the session ended before the merge finished): after the restart merge_once loads the
     policy itself, merges, and releases it, so that the next cell can load the merged model."""
-    from helpers.evaluation.merge_check import RECORD_FILE, merge_once
+    from helpers.evaluation.adapters import RECORD_FILE, merge_once
     from helpers.training.engine import live_vllm_models, release
 
     tiny_model_dir = __import__("unsloth").MODEL_DIR
@@ -292,7 +291,7 @@ def test_notebook_06_section_8_after_a_gpu_memory_error_and_a_restart(fake, monk
     del policy
     restart(monkeypatch, tiny_model_dir)  # notebook 05 ran in another runtime
     session = {"ROOT": str(root)}
-    for cell_id in ("c5c61adb", "c05c0b32", "e9a09a74", "ce4db054"):  # settings, adapter, policy, merge
+    for cell_id in ("settings", "adapter", "load-model", "merge"):  # settings, adapter, policy, merge
         exec(cell("06", cell_id), session)
     loads, real = [], transformers.AutoModelForCausalLM.from_pretrained
 
@@ -305,17 +304,17 @@ def test_notebook_06_section_8_after_a_gpu_memory_error_and_a_restart(fake, monk
     with pytest.MonkeyPatch.context() as patch:
         FakeGPU(other_gib=12.0).patch_torch(patch)  # another process holds the card
         with pytest.raises(GPUMemoryError, match=r"(?s)Restart session.*settings cells, then notebook 06's section 8"):
-            exec(cell("06", "895f6e37"), session)
+            exec(cell("06", "reload"), session)
     assert not loads
 
     restart(monkeypatch, tiny_model_dir)  # Runtime > Restart session
     import pinned
 
     restarted = {"ROOT": str(root)}  # the install cell sets only ROOT here; then the settings cell, section 8
-    exec(cell("06", "c5c61adb"), restarted)
-    exec(cell("06", "ce4db054"), restarted)
+    exec(cell("06", "settings"), restarted)
+    exec(cell("06", "merge"), restarted)
     with pytest.MonkeyPatch.context() as patch:
         FakeGPU().patch_torch(patch)
-        exec(cell("06", "895f6e37"), restarted)  # the memory check passes: no policy was loaded
+        exec(cell("06", "reload"), restarted)  # the memory check passes: no policy was loaded
     assert pinned.calls("FastLanguageModel.from_pretrained") == [] and len(loads) == 1
     assert restarted["with_lora"] == session["with_lora"] and isinstance(restarted["from_merged"], str)

@@ -7,7 +7,7 @@ Stages, each timed (seconds; CUDA synchronised) with its peak GPU memory
    ChatML byte-level BPE tokenizer trained here on course-written problems; saved side by side.
    No hub, no network, no data file (prompts are :mod:`helpers.data.problems`, never GSM8K).
 2. ``load`` - :func:`helpers.training.models.load_model` with the ``cuda`` profile's LoRA: bf16 on a GPU of
-   compute capability >= 8, fp16 below, fp32 on a CPU (:func:`helpers.training.hardware.precision`).
+   compute capability >= 8, fp16 below, fp32 on a CPU (:func:`helpers.training.profiles.precision`).
 3. ``generate`` - :func:`helpers.training.generation.generate`, greedy, two prompts.
 4. ``grpo`` - 3 steps of :func:`helpers.training.trainer.train` (TRL ``GRPOTrainer``, config from
    :func:`helpers.training.trainer.build_grpo_config`), a checkpoint at step 3.
@@ -372,7 +372,7 @@ def run_check(out: Path, cuda: bool, commit: str | None = None) -> dict:
     from helpers.evaluation.provenance import git_commit
     from helpers.rewards import REWARD_FUNCS
     from helpers.training import generation, models, trainer
-    from helpers.training.hardware import precision
+    from helpers.training.profiles import precision
 
     profile = check_profile(cuda)
     summary = {

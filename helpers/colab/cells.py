@@ -40,7 +40,23 @@ CPU_NOTEBOOKS = (
 )  # no GPU used
 
 
+DRIVE_NOTEBOOKS = ("05_grpo_training.ipynb", "06_evaluate_before_after.ipynb")  # their runs live on Drive
+
+
 GPU_CALL = "install_once(ROOT)  # raises RuntimeError when the kernel must restart"
+
+
+CLONE_LINE = "    ROOT = \"/content/grpo-course\"\n"
+
+
+DRIVE_MOUNT = """    # Google Drive keeps this notebook's run when Colab disconnects. Its consent dialog opens NOW,
+    # before the install (minutes), while you are at the screen. Unanswered, drive.mount gives up after
+    # 2 minutes (its timeout): run this cell again. GRPO_DRIVE=0 or a CPU runtime keeps /content instead.
+    if os.environ.get("GRPO_DRIVE", "1") != "0" and os.path.exists("/dev/nvidia0"):
+        from google.colab import drive
+
+        drive.mount("/content/drive")
+"""
 
 
 CPU_CALL = (
@@ -81,8 +97,13 @@ print("helpers", helpers.__version__, "from", ROOT)'''
 
 def install_cell(notebook_name: str) -> str:
     """The install cell of ``notebooks/<notebook_name>``: :data:`INSTALL_CELL`, with the CPU
-    stack for the notebooks of :data:`CPU_NOTEBOOKS`."""
-    return INSTALL_CELL.replace(GPU_CALL, CPU_CALL) if notebook_name in CPU_NOTEBOOKS else INSTALL_CELL
+    stack for the notebooks of :data:`CPU_NOTEBOOKS`, and Drive's consent asked first in the notebooks
+    whose runs live on Drive (:data:`DRIVE_NOTEBOOKS`, on a GPU runtime)."""
+    if notebook_name in CPU_NOTEBOOKS:
+        return INSTALL_CELL.replace(GPU_CALL, CPU_CALL)
+    if notebook_name in DRIVE_NOTEBOOKS:
+        return INSTALL_CELL.replace(CLONE_LINE, DRIVE_MOUNT + CLONE_LINE)
+    return INSTALL_CELL
 
 
 def badge_markdown(notebook_name: str) -> str:

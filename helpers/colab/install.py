@@ -206,7 +206,26 @@ def changed_versions(before: dict[str, str]) -> dict[str, tuple[str, str]]:
     return changed
 
 
-def install_once(root=ROOT, run=subprocess.run, modules=None, stack: str | None = None) -> bool:
+VLLM_PYTHON_BELOW = (3, 14)  # vllm 0.11.2's METADATA: Requires-Python <3.14,>=3.10
+
+
+def check_python(stack: str, python=sys.version_info) -> None:
+    """Stop before pip when the Unsloth stack cannot install on this Python (vllm 0.11.2, Unsloth's
+    T4 pin, needs Python < 3.14); no-op for the other stacks.
+
+    Raises:
+        RuntimeError: ``stack`` is ``"unsloth"`` and ``python`` is 3.14 or later.
+    """
+    if stack == "unsloth" and tuple(python[:2]) >= VLLM_PYTHON_BELOW:
+        raise RuntimeError(
+            f"This runtime runs Python {python[0]}.{python[1]}, and vllm 0.11.2 (the one vLLM Unsloth keeps for "
+            "the T4) installs only on Python 3.10-3.13, so the install would fail halfway. In Colab pick an "
+            "older runtime version (Runtime > Change runtime type > Runtime version), or set "
+            "GRPO_PROFILE=cuda to train with plain TRL (no Unsloth, no vLLM)."
+        )
+
+
+def install_once(root=ROOT, run=subprocess.run, modules=None, stack: str | None = None, python=None) -> bool:
     """What the install cell does in Colab: install once per runtime (a ``.installed`` marker in
     ``root`` naming the stack), then stop if the kernel must restart. Returns False when already
     installed. ``run`` runs the installer (``subprocess.run``); ``modules`` is what the kernel has
@@ -214,7 +233,8 @@ def install_once(root=ROOT, run=subprocess.run, modules=None, stack: str | None 
     pick). Any stack serves a ``cpu`` notebook; a GPU notebook after a ``cpu`` one installs its own.
 
     Raises:
-        RuntimeError: torch is already imported in this kernel (restart, run this cell first).
+        RuntimeError: torch is already imported in this kernel (restart, run this cell first); or the
+            Unsloth stack on Python 3.14 or later (:func:`check_python`), before pip runs.
         RestartRequired: a package this kernel had loaded (:data:`WATCHED`) changed version.
             "Run all" stops here instead of running on with mixed versions; after a restart,
             "Run all" again skips the install.
@@ -228,6 +248,7 @@ def install_once(root=ROOT, run=subprocess.run, modules=None, stack: str | None 
         return False
     if "torch" in modules:
         raise RuntimeError("torch is already imported: Runtime > Restart session, then run this cell first.")
+    check_python(stack or choose_stack(gpu_from_smi()), python or sys.version_info)
     before = loaded_versions(modules)
     run([sys.executable, "-m", "helpers.colab.install"] + (["--stack", stack] if stack else []), cwd=root, check=True)
     marker.write_text(stack or "gpu")

@@ -27,13 +27,25 @@ TRANSFER_RANGES = (20, 60)  # the transfer family's number ranges: the training 
 def grpo_prompts(profile: Profile):
     """GRPO's prompts: the profile's curriculum in training order (:func:`helpers.data.curriculum.curriculum_dataset`,
     GSM8K rows after the cold start's), or without one the GSM8K train questions the cold start has not
-    seen (shuffled by the trainer)."""
+    seen (shuffled by the trainer).
+
+    Raises:
+        RuntimeError: a GPU (Unsloth) profile, and GSM8K could not be loaded: only the embedded
+            sample, which is not GSM8K, is there (a CPU profile trains on it and says so).
+    """
     import math
 
     from helpers.data.gsm8k import load_gsm8k
     from helpers.training.distributed import prompts_per_step
 
     train_rows = load_gsm8k("train")
+    if profile.backend == "unsloth" and train_rows.info.description.startswith("embedded"):
+        raise RuntimeError(
+            "GSM8K could not be loaded (no GSM8K_DIR, and the hub did not answer), so only the embedded "
+            "sample is here: 40 course-written problems that are not GSM8K. A GPU run of hours must not "
+            "train on them. Check the runtime's internet (or set GSM8K_DIR to a folder with train.jsonl), "
+            "then run this cell again."
+        )
     skip = profile.cold_start_examples if profile.cold_start_examples < len(train_rows) else 0
     if not profile.curriculum:
         rows = train_rows.select(range(skip, len(train_rows)))
@@ -116,3 +128,17 @@ def dev_transfer_set(n: int = 6, seed: int = DEV_SEED) -> list:
     """The transfer development set: ``n`` *dev*-split transfer problems of every kind at each of
     :data:`TRANSFER_RANGES` (apart from the sealed transfer set by split)."""
     return transfer_problems(n, split="dev", seed=seed)
+
+
+def test_sets(profile: Profile) -> dict:
+    """The course-written test sets of a profile as ``datasets.Dataset`` (rows with ``question``,
+    ``prompt``, ``answer``; :func:`helpers.data.problems.problems_dataset`), by name:
+    ``"course-written test problems"`` (:func:`eval_problem_set`) and ``"transfer problems"``
+    (:func:`transfer_problem_set`); a set the profile has none of is left out (the GPU profiles: ``{}``)."""
+    from helpers.data.problems import problems_dataset
+
+    drawn = {
+        "course-written test problems": eval_problem_set(profile),
+        "transfer problems": transfer_problem_set(profile),
+    }
+    return {name: problems_dataset(problems) for name, problems in drawn.items() if problems}

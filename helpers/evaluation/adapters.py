@@ -2,7 +2,10 @@
 (:func:`adapter_base`), load base + adapter (:func:`load_with_adapter`), and merge the LoRA into the
 base weights as a plain checkpoint that loads without PEFT (:func:`save_merged`, :func:`load_merged`,
 with the GPU memory it needs, :func:`merged_4bit_gib`). Notebook 06's section 8 runs the merge and
-the reload through :mod:`helpers.evaluation.merge_check`, which survives a restart.
+the reload through :func:`merge_once`, which survives a restart: after a restart nothing of
+sections 2-5 exists, so :func:`merge_once` writes the merged model and, last, :data:`RECORD_FILE`
+(the running example's prompt and the LoRA's greedy answer) into the merged folder; when both are
+there it returns them without loading anything, and the reload then has the whole GPU.
 """
 
 from __future__ import annotations
@@ -184,11 +187,11 @@ def load_merged(path, profile):
         helpers.training.engine.GPUMemoryError: less free GPU memory than :func:`merged_4bit_gib` (the
             policy was not dropped, or another process holds the card); the message says how to get
             here after a restart, where notebook 06's section 8 finds the merged model on disk
-            (:func:`helpers.evaluation.merge_check.merge_once`) and loads no policy.
+            (:func:`helpers.evaluation.adapters.merge_once`) and loads no policy.
     """
     from helpers.training.engine import free_gpu_memory, live_vllm_models
-    from helpers.training.hardware import torch_dtype
     from helpers.training.models import load_model
+    from helpers.training.profiles import torch_dtype
 
     if profile.backend != "unsloth":
         return load_model(profile, path, lora=False)
@@ -212,3 +215,71 @@ def load_merged(path, profile):
     )
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, quantization_config=quantization, device_map="auto")
     return model, tokenizer
+
+
+# ------------------------------------------------------- notebook 06's merge, restart-safe
+RECORD_FILE = "with_lora.json"
+
+
+def merge_once(profile, adapter_dir, root, prompt, max_new_tokens: int, *, model=None, tokenizer=None):
+    """Merge the adapter in ``adapter_dir`` once, and answer ``prompt`` greedily with base + LoRA once.
+
+    The merged folder is :func:`helpers.colab.persist.merged_dir` (beside the adapter, or under
+    ``root`` for an adapter on Drive). If it already holds a merged checkpoint and a
+    :data:`RECORD_FILE` for this adapter (the modification time of its weights), prompt and
+    ``max_new_tokens``, that answer is returned and nothing is loaded. Otherwise the answer is
+    generated with ``model`` (vLLM applies the LoRA from ``adapter_dir``; PEFT's adapter is in memory),
+    the merged model saved, and the record written last, so that a merge cut short is done again.
+    Without ``model`` the policy is loaded here (:func:`helpers.evaluation.adapters.load_with_adapter`:
+    one vLLM engine, allowed in a fresh session) and released before returning, so that the merged
+    model can be loaded next.
+
+    Args:
+        profile: the run's profile. adapter_dir: the saved LoRA. root: the course's folder
+            (``/content/grpo-course`` in Colab). prompt: a chat prompt (list of messages).
+        max_new_tokens: the greedy answer's length limit. model, tokenizer: the loaded policy, if any.
+
+    Returns:
+        ``(merged folder, the LoRA's greedy answer)``.
+
+    Raises:
+        FileNotFoundError: ``adapter_dir`` holds no adapter.
+        helpers.training.engine.SecondEngineError: no ``model`` given, no merge on disk, and this
+            process cannot start the vLLM engine the policy needs (restart the session).
+    """
+    from helpers.colab.persist import merged_dir
+    from helpers.evaluation.adapters import check_adapter_dir, load_with_adapter, save_merged
+    from helpers.training.engine import release, uses_vllm
+    from helpers.training.generation import generate
+
+    adapter_dir = check_adapter_dir(adapter_dir)
+    out = merged_dir(adapter_dir, root)
+    expected = {"adapter": _adapter_key(adapter_dir), "prompt": prompt, "max_new_tokens": max_new_tokens}
+    record = _read_record(out)
+    if record is not None and {k: record.get(k) for k in expected} == expected and any(out.glob("*.safetensors")):
+        print(f"Found this adapter's merged model and its answer in {out} (an earlier session): nothing to load.")
+        return out, record["completion"]
+    (out / RECORD_FILE).unlink(missing_ok=True)
+    owned = model is None
+    if owned:
+        model, tokenizer = load_with_adapter(profile, adapter_dir)
+    lora = adapter_dir if uses_vllm(model) else None
+    completion = generate(model, tokenizer, [prompt], max_new_tokens=max_new_tokens, temperature=0, lora_path=lora)[0]
+    save_merged(model, tokenizer, out)
+    (out / RECORD_FILE).write_text(json.dumps({**expected, "completion": completion}, indent=1) + "\n")
+    if owned and uses_vllm(model):
+        release(model)
+    del model, tokenizer
+    return out, completion
+
+
+def _adapter_key(adapter_dir: Path) -> str:
+    weights = adapter_dir / "adapter_model.safetensors"
+    return f"{adapter_dir.resolve()}@{weights.stat().st_mtime_ns if weights.exists() else 0}"
+
+
+def _read_record(out: Path) -> dict | None:
+    try:
+        return json.loads((out / RECORD_FILE).read_text())
+    except (OSError, ValueError):  # missing, or cut off mid-write: merge again
+        return None

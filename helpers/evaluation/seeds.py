@@ -223,3 +223,51 @@ def seeds_table(rows: list[dict]):
         cells["kinds lost (p < 0.05)"] = ", ".join(r["kinds_lost"]) or "none"
         table[f"seed {r['seed']}"] = cells
     return pd.DataFrame.from_dict(table, orient="index")
+
+
+FORMAT_GAIN_FILE = "format_gain.json"  # results/cpu-varied-format/: the main job's claim over seeds
+
+
+def format_gain(run_dirs) -> dict:
+    """What the CPU recipe's GRPO changes over seeds: per set (GSM8K test, the course-written test
+    problems, the transfer problems), the gain in completions with a valid format and in right answers
+    (GRPO minus cold start, counted on the same problems), each seed's gain, their mean and 95 % t
+    interval (:func:`t_interval`). Read from each run's ``summary.json`` (``stages`` for GSM8K,
+    ``problems``/``transfer`` otherwise). Returns ``{"runs", "seeds", "sets": [rows], "reading"}``.
+
+    Raises:
+        ValueError: fewer than 2 runs (no interval), or runs with different problem counts.
+    """
+    summaries = [load_summary(d) for d in run_dirs]
+    stages = {
+        "GSM8K test": [s["stages"] for s in summaries],
+        "course-written test problems": [s["problems"]["stages"] for s in summaries],
+        "transfer problems": [s["transfer"]["stages"] for s in summaries],
+    }
+    rows = []
+    for name, per_run in stages.items():
+        for measure, key in (("valid format", "format_rate_valid"), ("right answers", "accuracy")):
+            counts = []
+            for st in per_run:
+                start = st["cold_start"].get("all", st["cold_start"])
+                after = st["grpo"].get("all", st["grpo"])
+                counts.append((start["n"], round(start[key] * start["n"]), round(after[key] * after["n"])))
+            if len({n for n, _, _ in counts}) != 1:
+                raise ValueError(f"{name}: the runs have different numbers of problems {[n for n, _, _ in counts]}")
+            gains = [after - start for _, start, after in counts]
+            mean, low, high = t_interval(gains)
+            rows.append(
+                {"set": name, "n": counts[0][0], "measure": measure, "gains": gains,
+                 "mean": round(mean, 2), "low": round(low, 2), "high": round(high, 2)}
+            )  # fmt: skip
+    above = [f"{r['measure']} on {r['set']}" for r in rows if r["low"] > 0]
+    reading = (
+        f"Over {len(summaries)} seeds the 95 % interval of the gain lies above 0 for: {', '.join(above) or 'nothing'}; "
+        "every other interval includes 0 (or lies below it)."
+    )
+    return {
+        "runs": [Path(d).name for d in run_dirs],
+        "seeds": [s["profile"]["seed"] for s in summaries],
+        "sets": rows,
+        "reading": reading,
+    }

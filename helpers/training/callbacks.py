@@ -155,7 +155,8 @@ class TruncationGuard(TrainerCallback):
             f"over steps {first}-{last}: a cut completion has no <answer> block, earns no correctness reward, "
             "and is still trained with its advantage. Raise max_completion_length (up to "
             f"{room} (max_seq_length {p.max_seq_length} - max_prompt_length {p.max_prompt_length}); each step "
-            "then takes longer), or pass mask_truncated_completions=True to train(...) to leave cut "
+            "then takes longer), or set mask_truncated_completions=True in the GRPOConfig (notebook 05's "
+            "settings, or a keyword of train(...)) to leave cut "
             "completions out of the loss; completions/clipped_ratio in metrics.csv shows every step."
         )
 
@@ -285,7 +286,8 @@ class GroupLog(TrainerCallback):
     batch reused for several optimizer steps (``num_iterations > 1``) is written once.
 
     Args:
-        path: the JSONL file; a fresh run (step 0) starts it empty, a resumed one appends.
+        path: the JSONL file; a fresh run (step 0) starts it empty; a run resumed at step N keeps the
+            groups of steps 1..N (those logged after the checkpoint are dropped, as in :class:`MetricsCSV`) and appends.
         trainer: the ``GRPOTrainer`` whose batches to read.
         dataset: the training prompts (a ``datasets.Dataset`` with ``question``).
         num_generations: G, the completions per prompt.
@@ -307,8 +309,15 @@ class GroupLog(TrainerCallback):
         return next((i for i, q in enumerate(self.questions) if q and q in prompt_text), None)
 
     def on_train_begin(self, args, state, control, **kwargs):
-        if state.global_step == 0 and state.is_world_process_zero:
+        if not state.is_world_process_zero:
+            return
+        if state.global_step == 0 or not self.path.exists():
             self.path.write_text("")
+            return
+        import json  # resumed at step N: keep the groups of steps 1..N, drop those logged after the checkpoint
+
+        kept = [line for line in self.path.read_text().splitlines() if json.loads(line)["step"] <= state.global_step]
+        self.path.write_text("".join(line + "\n" for line in kept))
 
     def on_step_end(self, args, state, control, **kwargs):
         import json

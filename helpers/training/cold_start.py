@@ -110,13 +110,13 @@ def build_sft_config(profile: Profile, output_dir, **overrides):
 
     Loss on the completion (the assistant turn) only: TRL's default for prompt-completion data,
     set explicitly here. Precision follows the profile through
-    :func:`helpers.training.hardware.mixed_precision_flags`, as the model's dtype does (TRL's SFT would
+    :func:`helpers.training.profiles.mixed_precision_flags`, as the model's dtype does (TRL's SFT would
     default to bf16).
     """
     import torch
     from trl import SFTConfig
 
-    from helpers.training.hardware import mixed_precision_flags
+    from helpers.training.profiles import mixed_precision_flags
 
     settings = dict(
         output_dir=str(output_dir),

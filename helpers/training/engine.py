@@ -117,7 +117,7 @@ class SecondEngineError(RuntimeError):
 
 ONE_ENGINE_STEPS = (
     "To train or evaluate again, reuse the loaded policy (notebook 05's exercises: "
-    "helpers.training.exercises.exercise_policy gives it a fresh LoRA; train(model=model, ...)), or "
+    "helpers.training.models.exercise_policy gives it a fresh LoRA; train(model=model, ...)), or "
     "restart: Runtime > Restart session, run the install and settings cells, then the section you need."
 )
 
@@ -153,6 +153,18 @@ def vllm_engine_blocker() -> str | None:
             f"a second engine fails (vllm/v1/worker/gpu_worker.py). {ONE_ENGINE_STEPS}"
         )
     return None
+
+
+def check_one_engine() -> None:
+    """Stop before a second vLLM engine starts in this process (:func:`vllm_engine_blocker` says why).
+
+    Raises:
+        SecondEngineError: an engine is up, or a sleep-mode engine has run here; the message says
+            what to do instead.
+    """
+    blocker = vllm_engine_blocker()
+    if blocker is not None:
+        raise SecondEngineError(blocker)
 
 
 def sleep_engine(engine) -> bool:

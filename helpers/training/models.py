@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from helpers.colab.hub import hub_reachable
-from helpers.training.engine import VLLM_ENGINE_SEED, SecondEngineError, standby_note, track, vllm_engine_blocker
+from helpers.training.engine import VLLM_ENGINE_SEED, check_one_engine, standby_note, track
 from helpers.training.profiles import SMOLLM2_135M, Profile
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -131,7 +131,7 @@ def load_model(
     process from a random seed and two runs of one profile trained different adapters.
 
     The tokenizer pads on the left (generation) and has a pad token. The dtype is
-    :func:`helpers.training.hardware.torch_dtype`; a 16-bit model (the ``cuda`` profile) goes to the GPU
+    :func:`helpers.training.profiles.torch_dtype`; a 16-bit model (the ``cuda`` profile) goes to the GPU
     (``cuda:LOCAL_RANK`` under ``accelerate launch``: each process's own).
 
     An Unsloth profile with vLLM (``fast_inference``) starts a vLLM engine, and a process can hold
@@ -146,19 +146,17 @@ def load_model(
     """
     if profile.backend == "unsloth":
         if profile.fast_inference:
-            blocker = vllm_engine_blocker()
-            if blocker is not None:
-                raise SecondEngineError(blocker)
+            check_one_engine()
         return _load_unsloth(profile, model_path, lora)
     if profile.backend != "transformers":
         raise ValueError(f"unknown backend {profile.backend!r}")
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from helpers.training.hardware import torch_dtype
+    from helpers.training.profiles import torch_dtype
 
     source = resolve_model_source(profile.model_id, model_path)
-    dtype = torch_dtype(profile)  # the precision GRPOConfig trains in (helpers.training.hardware.precision)
+    dtype = torch_dtype(profile)  # the precision GRPOConfig trains in (helpers.training.profiles.precision)
     tokenizer = AutoTokenizer.from_pretrained(source)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -212,7 +210,7 @@ def lora_config(profile: Profile):
 
 
 def _load_unsloth(profile: Profile, model_path, lora: bool):
-    from helpers.training.hardware import torch_dtype
+    from helpers.training.profiles import torch_dtype
 
     import_backend(profile)  # raises if transformers/trl/peft came first
     from unsloth import FastLanguageModel
@@ -244,4 +242,57 @@ def _load_unsloth(profile: Profile, model_path, lora: bool):
             random_state=profile.seed,
         )
     track(model)
+    return model, tokenizer
+
+
+# ------------------------------------------------------------- notebook 05's exercises
+# A fresh policy for each exercise, without a second vLLM engine: on the CPU a new copy of the
+# starting point; on a GPU with vLLM the loaded policy, its LoRA drawn afresh (B = 0: the start again).
+def fresh_lora(model, seed: int) -> int:
+    """Re-initialise every LoRA adapter of a PEFT ``model`` in place, as PEFT makes a new one: A drawn
+    (Kaiming uniform, PEFT's default) after ``torch.manual_seed(seed)``, B = 0, so the adapter adds
+    nothing and the policy equals its base model. Returns how many LoRA layers were reset.
+
+    Raises:
+        ValueError: ``model`` has no LoRA layer.
+    """
+    import torch
+    from peft.tuners.lora import LoraLayer
+
+    layers = [module for module in model.modules() if isinstance(module, LoraLayer)]
+    if not layers:
+        raise ValueError("the model has no LoRA layer to re-initialise")
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for layer in layers:
+            for adapter in layer.lora_A:
+                layer.reset_lora_parameters(adapter, True)
+    return len(layers)
+
+
+def exercise_policy(profile, model, tokenizer, model_path=None):
+    """``(model, tokenizer)`` to train an exercise from the starting point.
+
+    Transformers backend: a new copy, :func:`helpers.training.models.load_model` (``model_path``: the
+    cold start). Unsloth with vLLM: ``model`` itself with :func:`fresh_lora` (the profile's seed):
+    no second engine starts; the trained LoRA in memory is replaced (notebook 05 saved it in
+    ``lora_adapter/`` first, and its later cells give vLLM that folder). The optimizer, scheduler and
+    step counter are new with each :func:`helpers.training.trainer.train` anyway.
+
+    Raises:
+        ValueError: an Unsloth profile with vLLM and no loaded policy (``model`` None or released): run
+            the section that loads it, or restart the session and run the notebook up to it.
+    """
+    from helpers.training.engine import uses_vllm
+    from helpers.training.models import load_model
+
+    if profile.backend != "unsloth" or not profile.fast_inference:
+        return load_model(profile, model_path)
+    if model is None or not uses_vllm(model):
+        raise ValueError(
+            "an exercise on a GPU profile reuses the loaded policy, and none with its vLLM engine is loaded "
+            "here: run section 2 (it loads `model`), or restart the session and run the notebook up to it"
+        )
+    fresh_lora(model, profile.seed)
+    print("Exercise: the loaded policy with a fresh LoRA (one vLLM engine per process; the trained one is on disk)")
     return model, tokenizer

@@ -47,7 +47,11 @@ Every profile can train on several processes (``accelerate launch``, :mod:`helpe
 Pick a profile with :func:`get_profile`: an explicit name wins, then the ``GRPO_PROFILE``
 environment variable, then the hardware (:func:`helpers.training.hardware.pick_profile_name`: T4 ->
 ``t4``, bf16 GPU >= 20 GiB -> ``bf16``, other CUDA GPU -> ``cuda``, none -> ``cpu``). The
-precision a run trains in comes from :func:`helpers.training.hardware.precision`, and only from there.
+precision a run trains in comes from :func:`precision`, and only from there: the model's dtype
+(:func:`torch_dtype`, passed to ``from_pretrained``) and the trainers' ``fp16``/``bf16`` flags
+(:func:`mixed_precision_flags`, GRPOConfig and SFTConfig), so they always agree. Unsloth refuses a
+mismatch at ``GRPOTrainer(...)`` ("Model is in bfloat16 precision but you want to use float16",
+unsloth 2026.10.9, ``unsloth/models/rl.py``), and left to itself it loads in bf16 on any GPU that has it.
 """
 
 from __future__ import annotations
@@ -84,7 +88,7 @@ class Profile:
     load_in_4bit: bool
     fast_inference: bool  # vLLM generation inside Unsloth
     max_seq_length: int
-    precision: str  # "fp16", "bf16", "fp32" or "auto" (helpers.training.hardware.precision decides)
+    precision: str  # "fp16", "bf16", "fp32" or "auto" (helpers.training.profiles.precision decides)
     # LoRA (Hu et al. 2021): rank r, scale alpha / r, on these projection matrices.
     lora_rank: int
     lora_alpha: int
@@ -168,7 +172,7 @@ class Profile:
 # percentile of 386-431 and a maximum of 413 and 490. 512 is above all of them and leaves the prompt its
 # 256 within max_seq_length (1024, vLLM's max_model_len). Memory (helpers.colab.t4_memory): 8 x (256 +
 # 512) = 6,144 tokens a step, a trainer peak of about 2.9 GiB while vLLM sleeps with 11.3 GiB free.
-# Time: Unsloth's 24.1 s a step was measured at the 200 cap (helpers.colab.estimates gives the bounds).
+# Time: Unsloth's 24.1 s a step was measured at the 200 cap (helpers.colab.persist gives the bounds).
 # helpers.training.callbacks.TruncationGuard warns when completions/clipped_ratio stays high.
 T4 = Profile(
     name="t4",
@@ -194,7 +198,7 @@ T4 = Profile(
     learning_rate=5e-6,
     optim="adamw_8bit",
     max_grad_norm=0.1,
-    weight_decay=0.1,
+    weight_decay=0.001,  # as Unsloth's current Qwen2.5 (3B) GRPO notebook (unslothai/notebooks, 2026-08)
     warmup_ratio=0.1,
     lr_scheduler_type="cosine",
     save_steps=25,  # a Colab disconnect loses at most 25 steps (about 0.75 GB per checkpoint)
@@ -368,3 +372,53 @@ def get_profile(name: str | None = None, verbose: bool = True, **overrides) -> P
     elif verbose:
         print(f"Using the {profile.name} profile ({reason}): {profile.description}")
     return profile
+
+
+PRECISIONS = ("fp32", "fp16", "bf16", "auto")
+
+
+def precision(profile, gpu=None) -> str:
+    """``"fp32"``, ``"fp16"`` or ``"bf16"``: what a run of ``profile`` trains in.
+
+    ``profile.precision`` ``"auto"`` means bf16 on a GPU that has it, fp16 on another GPU and
+    fp32 without one. ``gpu`` defaults to :func:`gpu_info`. Without a GPU a fixed fp16/bf16 is
+    returned as is, so that configs can be built (and tested) on a CPU.
+
+    Raises:
+        ValueError: an unknown precision, or ``"bf16"`` on a GPU without bf16 (a T4).
+    """
+    from helpers.training.hardware import gpu_info
+
+    wanted = profile.precision
+    if wanted not in PRECISIONS:
+        raise ValueError(f"profile {profile.name}: unknown precision {wanted!r}; choose one of {PRECISIONS}")
+    gpu = gpu_info() if gpu is None else gpu
+    if wanted == "auto":
+        return "fp32" if gpu is None else ("bf16" if gpu.bf16 else "fp16")
+    if wanted == "bf16" and gpu is not None and not gpu.bf16:
+        raise ValueError(
+            f"profile {profile.name} trains in bf16, which {gpu.describe()} lacks: "
+            "use GRPO_PROFILE=t4 (fp16) or GRPO_PROFILE=cuda"
+        )
+    return wanted
+
+
+def torch_dtype(profile, gpu=None):
+    """The ``torch.dtype`` the model is loaded in: :func:`precision` as a dtype."""
+    import torch
+
+    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision(profile, gpu)]
+
+
+def mixed_precision_flags(profile, gpu=None) -> dict:
+    """``{"fp16": bool, "bf16": bool}`` for ``GRPOConfig``/``SFTConfig``, from :func:`precision`.
+
+    Also sets ``ACCELERATE_MIXED_PRECISION`` to match (``"fp16"``, ``"bf16"`` or ``"no"``).
+    transformers 4.56's ``TrainingArguments`` writes that variable when ``fp16``/``bf16`` is True and
+    keeps any earlier value when both are False, and accelerate reads it: without this, a bf16 config
+    built earlier in the same process (another profile, a test) makes a later fp32 run train under
+    bf16 autocast, and the model it returns keeps that autocast in its ``forward``.
+    """
+    chosen = precision(profile, gpu)
+    os.environ["ACCELERATE_MIXED_PRECISION"] = chosen if chosen in ("fp16", "bf16") else "no"
+    return {"fp16": chosen == "fp16", "bf16": chosen == "bf16"}

@@ -79,7 +79,7 @@ def grpo_settings(profile: Profile, output_dir: str | Path, report_to: str = "no
 
     The GRPO objective is explicit (DeepSeekMath eq. 3 with the k3 KL of eq. 4): ``loss_type``,
     ``beta``, ``epsilon`` and ``scale_rewards`` come from the profile, never TRL's defaults.
-    ``fp16``/``bf16`` come from :func:`helpers.training.hardware.mixed_precision_flags`, the source of the
+    ``fp16``/``bf16`` come from :func:`helpers.training.profiles.mixed_precision_flags`, the source of the
     model's dtype too. With a curriculum (``profile.curriculum``) the prompts are read in the
     dataset's order (``shuffle_dataset=False``), else shuffled. Checkpoints every
     ``profile.save_steps`` steps (none when 0). Rollouts: an Unsloth profile's own vLLM engine
@@ -88,19 +88,27 @@ def grpo_settings(profile: Profile, output_dir: str | Path, report_to: str = "no
     main one log errors only (``log_level_replica``).
 
     Raises:
-        ValueError: the profile's precision does not fit this GPU (:func:`helpers.training.hardware.precision`).
+        ValueError: the profile's precision does not fit this GPU (:func:`helpers.training.profiles.precision`).
     """
     import torch
 
-    from helpers.training.hardware import mixed_precision_flags
+    from helpers.training.profiles import mixed_precision_flags
 
-    cuda = torch.cuda.is_available()
-    if profile.vllm_server_url:  # `trl vllm-serve` on its own GPU; the main process sends it the weights
-        rollouts = dict(use_vllm=True, vllm_mode="server", vllm_server_base_url=profile.vllm_server_url)
-    else:
-        rollouts = dict(use_vllm=profile.fast_inference)
-    settings = dict(
+    settings = dict(  # notebook 05's `settings` cell, field for field (tests/test_notebook_05.py)
         output_dir=str(output_dir),
+        loss_type=profile.loss_type,
+        beta=profile.beta,
+        epsilon=profile.epsilon,
+        scale_rewards=profile.scale_rewards,
+        num_iterations=profile.num_iterations,
+        num_generations=profile.num_generations,
+        per_device_train_batch_size=profile.per_device_train_batch_size,
+        gradient_accumulation_steps=profile.gradient_accumulation_steps,
+        max_prompt_length=profile.max_prompt_length,
+        max_completion_length=profile.max_completion_length,
+        temperature=profile.temperature,
+        top_p=profile.top_p,
+        use_vllm=profile.fast_inference,
         learning_rate=profile.learning_rate,
         adam_beta1=profile.adam_beta1,
         adam_beta2=profile.adam_beta2,
@@ -110,34 +118,23 @@ def grpo_settings(profile: Profile, output_dir: str | Path, report_to: str = "no
         optim=profile.optim,
         max_grad_norm=profile.max_grad_norm,
         max_steps=profile.max_steps,
-        per_device_train_batch_size=profile.per_device_train_batch_size,
-        gradient_accumulation_steps=profile.gradient_accumulation_steps,
-        num_generations=profile.num_generations,
-        max_prompt_length=profile.max_prompt_length,
-        max_completion_length=profile.max_completion_length,
-        temperature=profile.temperature,
-        top_p=profile.top_p,
-        loss_type=profile.loss_type,
-        beta=profile.beta,
-        epsilon=profile.epsilon,
-        scale_rewards=profile.scale_rewards,
-        num_iterations=profile.num_iterations,
-        # HF checkpointing only when asked with True; "unsloth" is applied by get_peft_model.
-        gradient_checkpointing=profile.gradient_checkpointing is True,
         **mixed_precision_flags(profile),
-        use_cpu=not cuda,
-        **rollouts,
-        logging_steps=1,
-        log_level_replica="error",
-        ddp_find_unused_parameters=False,  # several processes: every LoRA weight gets a gradient each step
+        use_cpu=not torch.cuda.is_available(),
+        gradient_checkpointing=profile.gradient_checkpointing is True,
         save_strategy="steps" if profile.save_steps > 0 else "no",
         save_steps=max(profile.save_steps, 1),
         save_total_limit=profile.save_total_limit,
+        logging_steps=1,
         report_to=report_to,
         seed=profile.seed,
-        shuffle_dataset=not profile.curriculum,  # a curriculum is read in its order
-        disable_tqdm=False,
+        shuffle_dataset=not profile.curriculum,
     )
+    if profile.vllm_server_url:  # `trl vllm-serve` on its own GPU; the main process sends it the weights
+        settings.update(use_vllm=True, vllm_mode="server", vllm_server_base_url=profile.vllm_server_url)
+    from helpers.training.distributed import process_count
+
+    if process_count() > 1:  # several processes: the replicas log errors only; every LoRA weight gets a gradient
+        settings.update(log_level_replica="error", ddp_find_unused_parameters=False)
     settings.update(overrides)
     return settings
 
@@ -193,7 +190,8 @@ def train(
         helpers.training.checks.ConfigRewriteError: a chosen setting was changed before training
             (Unsloth's batch reset, for one).
     """
-    from trl import GRPOTrainer as trainer_class  # under Unsloth: its patched trainer (import_backend came first)
+    from trl import GRPOConfig  # under Unsloth: its patched config (import_backend came first)
+    from trl import GRPOTrainer as trainer_class  # and its patched trainer
 
     from helpers.colab.persist import DRIVE_CHECKPOINTS, on_drive
     from helpers.data.gsm8k import load_gsm8k
@@ -226,20 +224,17 @@ def train(
     settings = grpo_settings(profile, output_dir, report_to=report_to, **config_overrides)
     lengths = {k: settings[k] for k in ("max_prompt_length", "max_completion_length")}
     metrics, course = course_callbacks(profile.replace(**lengths), tokenizer, output_dir, heldout)
-    trainer = trainer_class(
+    trainer = trainer_class(  # notebook 05's `train` cell
         model=model,
         processing_class=tokenizer,
-        reward_funcs=[f if isinstance(f, str | torch.nn.Module) else one_value_per_completion(f) for f in reward_funcs],
-        args=build_grpo_config(profile, output_dir, report_to=report_to, **config_overrides),
+        reward_funcs=reward_funcs,
+        args=GRPOConfig(**settings),
         train_dataset=dataset,
         callbacks=[*course, *callbacks],
     )
-    effective = ready_trainer(trainer, profile, settings, output_dir, dataset)
-    checkpoint = last_checkpoint(output_dir) if resume else None
-    if checkpoint is not None:
-        print(f"Resuming from {checkpoint} (pass resume=False to start over)")
+    checkpoint = ready_trainer(trainer, profile, settings, output_dir, dataset, resume=resume)
     started = time.perf_counter()
-    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    trainer.train(resume_from_checkpoint=checkpoint)
     steps_now = trainer.state.global_step - (checkpoint_step(checkpoint) if checkpoint else 0)
     seconds_per_step = (time.perf_counter() - started) / max(steps_now, 1)
 
@@ -262,7 +257,7 @@ def train(
         processes,
         args.per_device_train_batch_size * processes * args.gradient_accumulation_steps,
         course[0].history if heldout is not None else [],
-        effective,
+        trainer.effective_config,
     )
 
 
@@ -289,24 +284,37 @@ def course_callbacks(profile: Profile, tokenizer, output_dir, heldout=None) -> t
     return metrics, [*watch, metrics, TruncationGuard(profile)]
 
 
-def ready_trainer(trainer, profile: Profile, settings: dict, output_dir, dataset) -> dict:
-    """What a course run does to a built trainer before ``trainer.train()``: checks the effective config
-    against ``settings`` (:func:`helpers.training.checks.check_config`), prints it and writes
-    ``output_dir/effective_config.json`` (main process), leaves one progress bar
-    (:func:`~helpers.training.callbacks.quiet_progress`) and adds the group log
-    (:class:`~helpers.training.callbacks.GroupLog`, where TRL keeps its generation log). Returns the
-    effective config.
+def ready_trainer(trainer, profile: Profile, settings: dict, output_dir, dataset, resume: bool = True) -> str | None:
+    """What a course run does to a built trainer before ``trainer.train()``; returns the checkpoint to
+    resume from (``trainer.train(resume_from_checkpoint=...)``), or None for a fresh start.
+
+    * checks the effective config against ``settings``, the keywords the ``GRPOConfig`` was built from
+      (:func:`helpers.training.checks.check_config`), prints it, keeps it as ``trainer.effective_config``
+      and writes ``output_dir/effective_config.json`` (main process);
+    * wraps each reward function to check that it returns one value per completion
+      (:func:`helpers.training.checks.one_value_per_completion`; names kept, so the logs keep theirs);
+    * leaves one progress bar (:func:`~helpers.training.callbacks.quiet_progress`) and adds the group log
+      (:class:`~helpers.training.callbacks.GroupLog`, where TRL keeps its generation log);
+    * with ``resume``, finds the newest checkpoint in ``output_dir`` that holds all of a run's state
+      (:func:`helpers.training.checkpoints.last_checkpoint`) and says so.
 
     Raises:
         helpers.training.checks.ConfigRewriteError: TRL or Unsloth changed a chosen setting."""
     effective = check_config(settings, trainer.args)  # raises before any step if a setting was rewritten
+    trainer.effective_config = effective
     if trainer.is_world_process_zero():
         print("Effective GRPO config (after TRL's and Unsloth's rewrites):\n" + format_config(effective))
         (Path(output_dir) / EFFECTIVE_CONFIG_FILE).write_text(json.dumps(effective, indent=1) + "\n")
+    trainer.reward_funcs = [
+        f if isinstance(f, torch.nn.Module) else one_value_per_completion(f) for f in trainer.reward_funcs
+    ]
     quiet_progress(trainer)
     if hasattr(trainer, "_logs"):  # TRL's generation log, which GroupLog reads
         trainer.add_callback(GroupLog(Path(output_dir) / GROUPS_FILE, trainer, dataset, profile.num_generations))
-    return effective
+    checkpoint = last_checkpoint(output_dir) if resume else None
+    if checkpoint is not None:
+        print(f"Resuming from {checkpoint} (delete it, or pass resume=False, to start over)")
+    return str(checkpoint) if checkpoint is not None else None
 
 
 # --------------------------------------------------------------------------------- trainer

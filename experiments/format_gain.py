@@ -1,0 +1,18 @@
+"""Write results/cpu-varied-format/format_gain.json: the CPU recipe's gain in valid format and in right
+answers over its committed seeds (:func:`helpers.evaluation.seeds.format_gain`), which notebook 05 and
+``make train`` print. The measure was chosen on development questions first (experiments/format_dev.py,
+docs/LOG.md).
+
+    python experiments/format_gain.py
+"""
+
+import json
+
+from helpers.evaluation.reports import RESULTS_DIR
+from helpers.evaluation.seeds import FORMAT_GAIN_FILE, format_gain
+
+RUNS = ["cpu-varied", "cpu-varied-seed1", "cpu-varied-seed2", "cpu-varied-seed3", "cpu-varied-seed4"]
+out = RESULTS_DIR / "cpu-varied-format" / FORMAT_GAIN_FILE
+out.parent.mkdir(exist_ok=True)
+out.write_text(json.dumps(format_gain([RESULTS_DIR / run for run in RUNS]), indent=1) + "\n")
+print(out.read_text())
