@@ -8,11 +8,11 @@ docs/LOG.md).
 
 import json
 
+from helpers.evaluation.blocks import SEED_RUNS
 from helpers.evaluation.reports import RESULTS_DIR
 from helpers.evaluation.seeds import FORMAT_GAIN_FILE, format_gain
 
-RUNS = ["cpu-varied", "cpu-varied-seed1", "cpu-varied-seed2", "cpu-varied-seed3", "cpu-varied-seed4"]
 out = RESULTS_DIR / "cpu-varied-format" / FORMAT_GAIN_FILE
 out.parent.mkdir(exist_ok=True)
-out.write_text(json.dumps(format_gain([RESULTS_DIR / run for run in RUNS]), indent=1) + "\n")
+out.write_text(json.dumps(format_gain([RESULTS_DIR / run for run in SEED_RUNS]), indent=1) + "\n")
 print(out.read_text())

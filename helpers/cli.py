@@ -32,23 +32,6 @@ import sys
 from pathlib import Path
 
 
-def committed_format_gain() -> str:
-    """What the cpu recipe's GRPO changes over its committed seeds (results/cpu-varied-format), as lines."""
-    import json
-
-    from helpers.evaluation.reports import RESULTS_DIR
-    from helpers.evaluation.seeds import FORMAT_GAIN_FILE
-
-    committed = json.loads((RESULTS_DIR / "cpu-varied-format" / FORMAT_GAIN_FILE).read_text())
-    lines = [f"What GRPO changes over the committed seeds {committed['seeds']} (gain = after GRPO - cold start):"]
-    for r in committed["sets"]:
-        lines.append(
-            f"- {r['measure']}, {r['set']} ({r['n']}): per seed {r['gains']}, mean {r['mean']:+.1f}, "
-            f"95 % t interval [{r['low']:+.1f}, {r['high']:+.1f}]"
-        )
-    return "\n".join([*lines, committed["reading"], "Notebook 08 and results/README.md have the study behind it."])
-
-
 def _train(args) -> int:
     from helpers.training.distributed import describe_batch, quiet_if_replica
 
@@ -94,7 +77,9 @@ def _train(args) -> int:
             print("GSM8K test (greedy):")
         print(run.table().to_string())
         if profile.name == "cpu":  # the main job's claim, over the committed seeds of this recipe
-            print("\n" + committed_format_gain())
+            from helpers.evaluation.seeds import format_gain_text
+
+            print("\n" + format_gain_text())
     else:
         print(f"Evaluation skipped: {run.summary['evaluation']['skipped']}")
     t, d = run.summary["timings_s"], run.summary["distributed"]

@@ -18,6 +18,7 @@ EXPECTED = {
         "make-train-stages",
         "make-test-time",
         "verdict",
+        "format-gain",
     ),
     blocks.RESULTS_README: (
         "results-make-train-time",
@@ -71,3 +72,50 @@ def test_the_command_checks_and_rewrites_a_stale_block(tmp_path, monkeypatch, ca
     assert main(["blocks", "--check"]) == 1 and "differs from results/" in capsys.readouterr().out
     assert main(["blocks"]) == 0 and readme.read_text() == "<!-- block:demo -->\nnew\n<!-- /block:demo -->\n"
     assert main(["blocks", "--check"]) == 0
+
+
+def test_the_committed_format_gain_is_what_the_seeds_summaries_give():
+    """results/cpu-varied-format/format_gain.json (notebook 05, make train, README) is recomputed from the
+    five runs' summary.json; a stale file fails here."""
+    import json
+
+    from helpers.evaluation.blocks import SEED_RUNS
+    from helpers.evaluation.reports import RESULTS_DIR
+    from helpers.evaluation.seeds import FORMAT_GAIN_FILE, format_gain
+
+    committed = json.loads((RESULTS_DIR / "cpu-varied-format" / FORMAT_GAIN_FILE).read_text())
+    assert format_gain([RESULTS_DIR / run for run in SEED_RUNS]) == committed
+    gsm8k_format = next(r for r in committed["sets"] if r["set"] == "GSM8K test" and r["measure"] == "valid format")
+    assert gsm8k_format["low"] > 0 and len(committed["seeds"]) >= 3
+
+
+def test_format_gain_counts_each_seeds_change_and_its_t_interval(tmp_path):
+    import json
+
+    import pytest
+
+    from helpers.evaluation.seeds import format_gain
+
+    def stage(n, valid, right):
+        return {"n": n, "format_rate_valid": valid / n, "accuracy": right / n}
+
+    runs = []
+    for seed, (v0, v1) in enumerate([(20, 23), (20, 25), (20, 24)]):
+        run = tmp_path / f"run{seed}"
+        run.mkdir()
+        sets = {"stages": {"cold_start": {"all": stage(8, 4, 1)}, "grpo": {"all": stage(8, 4, 1)}}}
+        summary = {
+            "profile": {"seed": seed},
+            "stages": {"cold_start": stage(32, v0, 0), "grpo": stage(32, v1, 0)},
+            "problems": sets,
+            "transfer": sets,
+        }
+        (run / "summary.json").write_text(json.dumps(summary))
+        runs.append(run)
+    result = format_gain(runs)
+    row = result["sets"][0]
+    assert (row["set"], row["measure"], row["gains"], row["mean"]) == ("GSM8K test", "valid format", [3, 5, 4], 4.0)
+    assert (row["low"], row["high"]) == pytest.approx((4.0 - 4.303 / 3**0.5, 4.0 + 4.303 / 3**0.5), abs=0.01)
+    assert "valid format on GSM8K test" in result["reading"] and result["seeds"] == [0, 1, 2]
+    with pytest.raises(ValueError, match="2 to"):
+        format_gain(runs[:1])

@@ -46,7 +46,7 @@ DRIVE_NOTEBOOKS = ("05_grpo_training.ipynb", "06_evaluate_before_after.ipynb")  
 GPU_CALL = "install_once(ROOT)  # raises RuntimeError when the kernel must restart"
 
 
-CLONE_LINE = "    ROOT = \"/content/grpo-course\"\n"
+CLONE_LINE = '    ROOT = "/content/grpo-course"\n'
 
 
 DRIVE_MOUNT = """    # Google Drive keeps this notebook's run when Colab disconnects. Its consent dialog opens NOW,

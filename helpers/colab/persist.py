@@ -256,7 +256,8 @@ def locate_adapter(spec, profile_name: str = "t4", *, download=None) -> Path:
 # Qwen2.5-3B-Instruct, vLLM rollouts, LoRA rank 64, 8 completions a step) but with completions cut at
 # :data:`UNSLOTH_T4_MAX_COMPLETION` = 200 tokens, where the ``t4`` profile allows 512
 # (:mod:`helpers.training.profiles`). Longer completions cost decoding and training time, so the
-# measured time is a lower bound (for its own, older stack: see SOURCE) and the same time scaled by 512 / 200 (every completion at the cap)
+# measured time is a lower bound (for its own, older stack: see SOURCE) and the same time scaled by
+# 512 / 200 (every completion at the cap)
 # an upper one. Everything else here is derived from it, or assumed and said so: :func:`t4_estimates`
 # is the table docs/t4.md and notebooks 05/06 quote (``python -m helpers.colab.persist`` prints it).
 UNSLOTH_T4_STEPS = 250
@@ -328,8 +329,8 @@ def t4_estimates(
         "notebook 05, GRPO training": (
             f"between {hms(train_steps * measured)} and {hms(train_steps * capped)} for {train_steps} steps "
             f"(estimate: {measured:.1f} s a step, {SOURCE}, with completions cut at "
-            f"{UNSLOTH_T4_MAX_COMPLETION} tokens, a lower bound for that stack only; {capped:.1f} s if every completion ran to "
-            f"the profile's {max_completion_length}, an upper bound)"
+            f"{UNSLOTH_T4_MAX_COMPLETION} tokens, a lower bound for that stack only; {capped:.1f} s if every "
+            f"completion ran to the profile's {max_completion_length}, an upper bound)"
         ),
         "notebook 06, section 5": (
             f"at most {hms(generation_upper_bound_s(eval_completions_06, max_completion_length))} for "

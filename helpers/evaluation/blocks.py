@@ -137,6 +137,12 @@ def _seeds_pooled() -> str:
     return "\n".join(f"- {pooled_sentence(rows, name)}" for name in SETS)
 
 
+def _format_gain() -> str:
+    from helpers.evaluation.seeds import format_gain_text
+
+    return format_gain_text()
+
+
 def _seeds() -> str:
     from helpers.evaluation.seeds import seeds_table
 
@@ -366,6 +372,7 @@ BLOCKS = {
     "make-train-stages": _make_train_stages,
     "make-test-time": _make_test_time,
     "recipes": _recipes,
+    "format-gain": _format_gain,
 }
 
 

@@ -271,3 +271,21 @@ def format_gain(run_dirs) -> dict:
         "sets": rows,
         "reading": reading,
     }
+
+
+def format_gain_text(path=None) -> str:
+    """The committed :func:`format_gain` (default ``results/cpu-varied-format/format_gain.json``) as
+    markdown lines: one per set and measure, then its reading. ``make train`` prints it; README's
+    ``format-gain`` block holds it."""
+    import json
+
+    from helpers.evaluation.reports import RESULTS_DIR
+
+    committed = json.loads(Path(path or RESULTS_DIR / "cpu-varied-format" / FORMAT_GAIN_FILE).read_text())
+    lines = [f"What GRPO changes over the committed seeds {committed['seeds']} (after GRPO minus cold start):", ""]
+    for r in committed["sets"]:
+        lines.append(
+            f"- {r['measure']}, {r['set']} ({r['n']}): per seed {r['gains']}, mean {r['mean']:+.1f}, "
+            f"95 % t interval [{r['low']:+.1f}, {r['high']:+.1f}]"
+        )
+    return "\n".join([*lines, "", committed["reading"]])

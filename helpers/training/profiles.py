@@ -367,7 +367,7 @@ def get_profile(name: str | None = None, verbose: bool = True, **overrides) -> P
     if verbose and profile.name == "cpu":
         print(
             f"Using the CPU profile ({reason}): SmolLM2-135M-Instruct, "
-            "cold start + GRPO + evaluation at a size 2 CPU cores finish in about 18 minutes."
+            "cold start + GRPO + evaluation at a size 2 CPU cores finish (the README prints the measured time)."
         )
     elif verbose:
         print(f"Using the {profile.name} profile ({reason}): {profile.description}")
