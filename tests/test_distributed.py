@@ -253,8 +253,11 @@ def test_vllm_server_mode_builds_the_grpo_config_for_the_cuda_profile(monkeypatc
     from helpers.training.trainer import build_grpo_config
 
     monkeypatch.setattr("helpers.training.hardware.gpu_info", lambda: A100)
+    monkeypatch.setattr("helpers.training.distributed.process_count", lambda: 3)  # a process of a launch
     config = build_grpo_config(PROFILES["cuda"].replace(vllm_server_url="http://10.0.0.2:8000"), tmp_path)
     assert (config.use_vllm, config.vllm_mode, config.vllm_server_base_url) == (True, "server", "http://10.0.0.2:8000")
-    assert config.bf16 and config.log_level_replica == "error"
+    assert config.bf16 and config.log_level_replica == "error" and not config.ddp_find_unused_parameters
     plain = build_grpo_config(PROFILES["cuda"], tmp_path)
     assert not plain.use_vllm and plain.vllm_server_base_url is None
+    monkeypatch.setattr("helpers.training.distributed.process_count", lambda: 1)  # one: notebook 05's config
+    assert build_grpo_config(PROFILES["cuda"], tmp_path).log_level_replica == "warning"

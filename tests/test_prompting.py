@@ -171,3 +171,13 @@ def test_majority_vote_compares_answers_without_gold_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # an unparseable answer is not a gold label: no GradingWarning
         assert majority_vote(["(1+2", "3", "3"]) == "3"
+
+
+def test_majority_vote_returns_an_evaluated_spelling_of_the_winning_group():
+    """Teaching round 4, F13: a group of votes for 18 whose first spelling was `3 \\times 6` returned that
+    spelling, which the grader marks wrong (not evaluated), so self-consistency lost a right answer."""
+    from helpers.grading import is_correct
+
+    assert majority_vote(["3 \\times 6", "18", "7"]) == "18"
+    assert is_correct(majority_vote(["3 \\times 6", "$18.00"]), "18")
+    assert majority_vote(["3 \\times 6"]) == "3 \\times 6"  # no evaluated spelling: the first one

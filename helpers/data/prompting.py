@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from helpers.grading import extract_answer, is_equivalent
+from helpers.grading import extract_answer, is_equivalent, is_evaluated
 from helpers.normalize import normalize_answer
 
 BOX_INSTRUCTION = "Write the final answer as \\boxed{number}."
@@ -225,19 +225,25 @@ def majority_vote(answers: list[str | None]) -> str | None:
     spelling: ``"18"``, ``"$18.00"``, ``"18 apples"`` and ``"3 \\times 6"`` are four votes for
     18. Answers that normalize to nothing (``None``, ``""``) do not vote. Ties go to the group
     whose first answer comes earliest, so the result never depends on hashing or sort order.
-    Returns the first raw answer string of the winning group:
-    ``["7", "18", "$18.00", "7"]`` -> ``"7"`` (2 votes each, 7 seen first).
+    Returns the winning group's first evaluated spelling (:func:`helpers.grading.is_evaluated`: a number,
+    not arithmetic left to do), else its first raw answer: ``["7", "18", "$18.00", "7"]`` -> ``"7"``
+    (2 votes each, 7 seen first); ``["3 \\times 6", "18"]`` -> ``"18"`` (one group of two, and the grader
+    marks an unevaluated ``3 \\times 6`` wrong).
     """
-    groups: list[list] = []  # [first answer, votes], in order of first occurrence
+    groups: list[list] = []  # [spellings, votes], in order of first occurrence
     for answer in answers:
         if not normalize_answer(answer):
             continue
-        group = next((g for g in groups if is_equivalent(answer, g[0], warn=False)), None)
+        group = next((g for g in groups if is_equivalent(answer, g[0][0], warn=False)), None)
         if group is None:
-            groups.append([answer, 1])
+            groups.append([[answer], 1])
         else:
+            group[0].append(answer)
             group[1] += 1
-    return max(groups, key=lambda g: g[1])[0] if groups else None  # max keeps the first of a tie
+    if not groups:
+        return None
+    spellings = max(groups, key=lambda g: g[1])[0]  # max keeps the first of a tie
+    return next((a for a in spellings if is_evaluated(a)), spellings[0])
 
 
 # ------------------------------------------------------------------------------ registry
