@@ -39,7 +39,8 @@ out.mkdir(parents=True, exist_ok=True)
 cold_dir = args.cold or train_cold_start(CPU, out).model_dir
 dev = load_gsm8k("train").select(range(args.first, args.first + args.n))
 result = {
-    "command": "python experiments/format_dev.py " + " ".join(f"--{k} {v}" for k, v in vars(args).items() if v),
+    "command": "python experiments/format_dev.py "
+    + " ".join(f"--{k} {' '.join(map(str, v)) if isinstance(v, list) else v}" for k, v in vars(args).items() if v),
     "commit": git_commit(),
     "machine": machine(),
     "set": f"GSM8K train rows {args.first}-{args.first + args.n - 1} (development)",

@@ -1,7 +1,7 @@
 """Write results/cpu-varied-format/format_gain.json: the CPU recipe's gain in valid format and in right
 answers over its committed seeds (:func:`helpers.evaluation.seeds.format_gain`), which notebook 05 and
-``make train`` print. The measure was chosen on development questions first (experiments/format_dev.py,
-docs/LOG.md).
+``make train`` print. How the measure was chosen, with its development check: experiments/format_dev.py
+and docs/LOG.md.
 
     python experiments/format_gain.py
 """
