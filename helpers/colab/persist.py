@@ -257,9 +257,9 @@ def locate_adapter(spec, profile_name: str = "t4", *, download=None) -> Path:
 # :data:`UNSLOTH_T4_MAX_COMPLETION` = 200 tokens, where the ``t4`` profile allows 512
 # (:mod:`helpers.training.profiles`). Longer completions cost decoding and training time, so the
 # measured time is a lower bound (for its own, older stack: see SOURCE) and the same time scaled by
-# 512 / 200 (every completion at the cap)
-# an upper one. Everything else here is derived from it, or assumed and said so: :func:`t4_estimates`
-# is the table docs/t4.md and notebooks 05/06 quote (``python -m helpers.colab.persist`` prints it).
+# 512 / 200 (every completion at the cap) an upper one. Everything else here is derived from it, or
+# assumed and said so: :func:`t4_estimates` is the table docs/t4.md and notebooks 05/06 quote
+# (``python -m helpers.colab.persist`` prints it).
 UNSLOTH_T4_STEPS = 250
 UNSLOTH_T4_SECONDS = 1 * 3600 + 40 * 60 + 29  # 1:40:29
 UNSLOTH_T4_COMPLETIONS_PER_STEP = 8

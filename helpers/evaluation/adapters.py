@@ -230,7 +230,7 @@ def merge_once(profile, adapter_dir, root, prompt, max_new_tokens: int, *, model
     ``max_new_tokens``, that answer is returned and nothing is loaded. Otherwise the answer is
     generated with ``model`` (vLLM applies the LoRA from ``adapter_dir``; PEFT's adapter is in memory),
     the merged model saved, and the record written last, so that a merge cut short is done again.
-    Without ``model`` the policy is loaded here (:func:`helpers.evaluation.adapters.load_with_adapter`:
+    Without ``model`` the policy is loaded here (:func:`load_with_adapter`:
     one vLLM engine, allowed in a fresh session) and released before returning, so that the merged
     model can be loaded next.
 
@@ -248,7 +248,6 @@ def merge_once(profile, adapter_dir, root, prompt, max_new_tokens: int, *, model
             process cannot start the vLLM engine the policy needs (restart the session).
     """
     from helpers.colab.persist import merged_dir
-    from helpers.evaluation.adapters import check_adapter_dir, load_with_adapter, save_merged
     from helpers.training.engine import release, uses_vllm
     from helpers.training.generation import generate
 
