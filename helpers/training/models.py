@@ -284,7 +284,6 @@ def exercise_policy(profile, model, tokenizer, model_path=None):
             the section that loads it, or restart the session and run the notebook up to it.
     """
     from helpers.training.engine import uses_vllm
-    from helpers.training.models import load_model
 
     if profile.backend != "unsloth" or not profile.fast_inference:
         return load_model(profile, model_path)
