@@ -1,6 +1,6 @@
 """Command line: ``python -m helpers <command>``.
 
-* ``train [--profile P] [--quick] [--max-steps N] [--rewards checked|layout|placebo|format|shuffled] [--seed S]
+* ``train [--profile P] [--quick] [--max-steps N] [--rewards checked|layout] [--seed S]
   [--cold-start-examples N] [--cold-start DIR] [--output-dir D] [--vllm-server URL]``
   - the main job (:func:`helpers.training.pipeline.run_pipeline`): cold start -> GRPO -> evaluation of
   every stage; prints the stage table and writes ``summary.json``. Also on several GPUs:
@@ -8,21 +8,14 @@
   (:mod:`helpers.training.distributed`; only the main process prints).
 * ``evaluate --adapter DIR [--n N] [--profile P] [--greedy]`` - base vs. base + LoRA on GSM8K
   test (notebook 06): writes ``results/<run>/summary.json`` and ``records.jsonl``, prints the table.
-* ``pass-at-k --run DIR [--n 8] [--problems 32]`` - pass@1, 2, 4, 8 of the base model, the cold start
-  and GRPO of a finished run on course-written test problems (:mod:`helpers.evaluation.pass_at_k`).
-* ``sealed --run DIR --dest results/NAME [--profile P]`` - open the sealed test set once on a finished
-  run (:func:`helpers.evaluation.sealed_eval.open_sealed`): cold start and GRPO on its in-distribution
-  and transfer parts; refuses a ``dest`` that holds a sealed summary already.
 * ``scratch --variant reinforce|std|clip|kl [--steps N] [--cold-start DIR] [--output-dir D] [--quick]``
   (``--stage`` is the same option) - GRPO from scratch in plain PyTorch, one variant of the loop
   (:func:`helpers.training.loop_runs.run_variant`, :mod:`helpers.loop`, notebook 07): writes
   ``metrics.csv`` and ``summary.json``.
-* ``ablate --arm NAME --seed S --cold-start DIR [--root D] [--quick]`` - one arm of the ablation
-  (:func:`helpers.training.arms.run_arm`): the cpu recipe with one knob changed, GRPO from the cold
-  start, evaluated on the development sets; writes ``<root>/<arm>/seed<S>/``.
 * ``sync-notebooks`` - rewrite the Colab badge and install cell of every notebook.
-* ``blocks [--check]`` - rewrite the READMEs' generated blocks from ``results/``
-  (:mod:`helpers.evaluation.blocks`); ``--check`` only lists the files that differ (exit 1).
+
+The CPU study's commands (control runs, the sealed set, pass@k, the ablation, the README blocks)
+are ``python -m cpu_study`` (:mod:`cpu_study.cli`).
 """
 
 from __future__ import annotations
@@ -32,11 +25,13 @@ import sys
 from pathlib import Path
 
 
-def _train(args) -> int:
+def train_command(args) -> int:
+    """``train``: the main job with ``args`` as :func:`add_train_arguments` parses them (and
+    ``args.reward_funcs``, when a caller trains with reward functions of its own)."""
     from helpers.training.distributed import describe_batch, quiet_if_replica
 
     quiet_if_replica()  # several processes: only the main one prints
-    _check_data_dir()
+    check_data_dir()
     from helpers.training.models import import_backend
     from helpers.training.profiles import get_profile, quick_requested, shortened
 
@@ -59,8 +54,9 @@ def _train(args) -> int:
         profile,
         args.output_dir,
         reward_set=args.rewards,
+        reward_funcs=getattr(args, "reward_funcs", None),
         cold_start_dir=args.cold_start,
-        command=" ".join(["python -m helpers", *args.argv]),
+        command=" ".join([args.prog, *args.argv]),
     )
     if run is None:  # another process of a multi-process launch: the main one reports
         return 0
@@ -77,7 +73,7 @@ def _train(args) -> int:
             print("GSM8K test (greedy):")
         print(run.table().to_string())
         if profile.name == "cpu":  # the main job's claim, over the committed seeds of this recipe
-            from helpers.evaluation.seeds import format_gain_text
+            from helpers.evaluation.reports import format_gain_text
 
             print("\n" + format_gain_text())
     else:
@@ -105,14 +101,15 @@ def _train(args) -> int:
 
 
 def _evaluate(args) -> int:
-    _check_data_dir()
+    check_data_dir()
     from helpers.training.models import import_backend
     from helpers.training.profiles import get_profile
 
     profile = get_profile(args.profile)
     import_backend(profile)
+    from helpers.colab.persist import check_adapter_dir
     from helpers.data.gsm8k import load_gsm8k
-    from helpers.evaluation.adapters import adapter_base, check_adapter_dir, load_with_adapter
+    from helpers.evaluation.adapters import adapter_base, load_with_adapter
     from helpers.evaluation.before_after import compare, decoding, evaluate_before_after, run_name, save_results
 
     adapter = check_adapter_dir(args.adapter)
@@ -148,42 +145,8 @@ def _evaluate(args) -> int:
     return 0
 
 
-def _pass_at_k(args) -> int:
-    from helpers.training.profiles import get_profile
-
-    profile = get_profile(args.profile)
-    from helpers.evaluation.pass_at_k import PASS_AT_K_FILE, evaluate_run
-
-    result = evaluate_run(args.run_dir, profile, n=args.n, problems=args.problems)
-    for stage, levels in result["stages"].items():
-        cells = ", ".join(
-            f"pass@{k} {100 * levels['all'][f'pass@{k}']['value']:.1f} %"
-            for k in (1, 2, 4, 8)
-            if f"pass@{k}" in levels["all"]
-        )
-        print(f"{stage:11s} {cells}")
-    print(f"Written: {Path(args.run_dir) / PASS_AT_K_FILE}")
-    return 0
-
-
-def _sealed(args) -> int:
-    _check_data_dir()
-    from helpers.training.profiles import get_profile
-
-    profile = get_profile(args.profile)
-    from helpers.evaluation.sealed_eval import SEALED_SUMMARY_FILE, open_sealed, sealed_rows
-
-    for row in sealed_rows(open_sealed(args.run_dir, args.dest, profile)):
-        print(
-            f"sealed {row['part']}: {row['cold_start']} -> {row['grpo']} of {row['n']} "
-            f"(McNemar p = {row['p']:.2g}: {row['gained']} gained, {row['lost']} lost)"
-        )
-    print(f"Written: {Path(args.dest) / SEALED_SUMMARY_FILE}")
-    return 0
-
-
 def _scratch(args) -> int:
-    _check_data_dir()
+    check_data_dir()
     from helpers.training.loop_runs import run_variant
     from helpers.training.profiles import quick_requested
 
@@ -194,7 +157,7 @@ def _scratch(args) -> int:
         output_dir=args.output_dir,
         quick_run=args.quick or quick_requested(),
         seed=args.seed,
-        command=" ".join(["python -m helpers", *args.argv]),
+        command=" ".join([args.prog, *args.argv]),
     )
     print(f"{len(run.rows)} rows in {run.metrics_csv}; summary {run.summary_json}; {run.seconds / 60:.1f} min")
     return 0
@@ -236,25 +199,19 @@ def existing_dir(text: str) -> Path:
     return path
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from helpers.training.arms import ARMS  # no torch, no transformers
+def add_train_arguments(train: argparse.ArgumentParser, reward_sets: dict, rewards_help: str) -> None:
+    """The ``train`` options: profile, size, ``--rewards`` (one of ``reward_sets``'s names, the first
+    by default), seed, cold start, output folder, vLLM server."""
     from helpers.training.profiles import PROFILES  # the backend is imported later
 
-    parser = argparse.ArgumentParser(
-        prog="python -m helpers", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    train = commands.add_parser("train", help="cold start -> GRPO (LoRA) on GSM8K -> evaluation")
     train.add_argument("--profile", choices=sorted(PROFILES), help="default: picked from the hardware")
     train.add_argument("--quick", action="store_true", help="smoke-size run of every stage (also: GRPO_QUICK=1)")
     train.add_argument("--max-steps", type=positive_int, help="GRPO steps; default: the profile's")
     train.add_argument(
         "--rewards",
-        choices=["checked", "layout", "placebo", "format", "shuffled"],
-        default="checked",
-        help="checked (default); layout: the hackable layout-only format rewards; the control arms "
-        "(helpers.control_rewards): placebo (a coin flip per completion), format (no correctness reward), "
-        "shuffled (correctness against another problem's answer)",
+        choices=sorted(reward_sets),
+        default=next(iter(reward_sets)),
+        help=rewards_help,
     )
     train.add_argument("--seed", type=int, help="training seed (LoRA init, sampling, problems); default: the profile's")
     train.add_argument(
@@ -274,7 +231,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="rollouts from a running `trl vllm-serve` (e.g. http://localhost:8000; plain TRL profile cuda only)",
     )
-    train.set_defaults(run=_train)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from helpers.rewards import REWARD_SETS  # no torch, no transformers
+    from helpers.training.profiles import PROFILES
+
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    train = commands.add_parser("train", help="cold start -> GRPO (LoRA) on GSM8K -> evaluation")
+    add_train_arguments(train, REWARD_SETS, "checked (default); layout: the hackable layout-only format rewards")
+    train.set_defaults(run=train_command)
     evaluate = commands.add_parser("evaluate", help="base vs. base + LoRA on GSM8K test (notebook 06)")
     evaluate.add_argument(
         "--adapter", required=True, type=existing_dir, help="saved LoRA adapter folder (from `train`)"
@@ -300,23 +269,6 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--run", dest="run_label", help="results subfolder; default: the adapter's training run name")
     evaluate.add_argument("--results-dir", default="results", help="default: results")
     evaluate.set_defaults(run=_evaluate)
-    passk = commands.add_parser("pass-at-k", help="pass@1..8 of every stage of a finished `train` run (CPU)")
-    passk.add_argument(
-        "--run", dest="run_dir", required=True, type=existing_dir, help="the run's folder (outputs/grpo-cpu)"
-    )
-    passk.add_argument("--n", type=positive_int, default=8, help="samples per problem (default 8)")
-    passk.add_argument(
-        "--problems", type=positive_int, default=32, help="course-written test problems per difficulty (default 32)"
-    )
-    passk.add_argument("--profile", choices=sorted(PROFILES), help="default: picked from the hardware")
-    passk.set_defaults(run=_pass_at_k)
-    sealed = commands.add_parser("sealed", help="open the sealed test set once on a finished `train` run (CPU)")
-    sealed.add_argument(
-        "--run", dest="run_dir", required=True, type=existing_dir, help="the run's folder (outputs/grpo-cpu)"
-    )
-    sealed.add_argument("--dest", required=True, help="the reference run's results folder (results/<run>)")
-    sealed.add_argument("--profile", choices=sorted(PROFILES), help="default: picked from the hardware")
-    sealed.set_defaults(run=_sealed)
     scratch = commands.add_parser("scratch", help="GRPO from scratch in plain PyTorch, one variant (notebook 07)")
     scratch.add_argument(
         "--variant",
@@ -335,74 +287,35 @@ def build_parser() -> argparse.ArgumentParser:
     scratch.add_argument("--seed", type=int, help="LoRA init and sampling seed (default 3407)")
     scratch.add_argument("--quick", action="store_true", help="smoke size (also: GRPO_QUICK=1)")
     scratch.set_defaults(run=_scratch)
-    ablate = commands.add_parser("ablate", help="one arm of the ablation: the cpu recipe with one knob changed (CPU)")
-    ablate.add_argument("--arm", required=True, choices=list(ARMS), help="the knob to change (helpers.training.arms)")
-    ablate.add_argument("--seed", type=int, default=3407, help="training seed (default 3407)")
-    ablate.add_argument(
-        "--cold-start", required=True, type=existing_dir, help="the merged cold start (outputs/grpo-cpu/cold_start)"
-    )
-    ablate.add_argument("--root", default="outputs/ablation", help="the ablation's folder (default outputs/ablation)")
-    ablate.add_argument("--quick", action="store_true", help="smoke size (also: GRPO_QUICK=1)")
-    ablate.set_defaults(run=_ablate)
     sync = commands.add_parser("sync-notebooks", help="rewrite badges and install cells")
     sync.set_defaults(run=_sync)
-    blocks = commands.add_parser("blocks", help="rewrite the READMEs' numbers and tables from results/")
-    blocks.add_argument("--check", action="store_true", help="only list the files that differ (exit status 1)")
-    blocks.set_defaults(run=_blocks)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run a command; bad input (a missing data folder, a missing model) ends with one line on
-    stderr and exit status 2, as argparse's own errors do."""
+    """Run a command of :func:`build_parser` (:func:`run_command`)."""
+    return run_command(build_parser(), argv)
+
+
+def run_command(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> int:
+    """Parse ``argv`` (default ``sys.argv[1:]``) with ``parser`` and run the command; bad input (a missing
+    data folder, a missing model) ends with one line on stderr and exit status 2, as argparse's own
+    errors do."""
     from helpers.training.distributed import SetupError, is_main_process
     from helpers.training.models import ModelSourceError
 
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser().parse_args(argv)
-    args.argv = argv  # recorded in summary.json
+    args = parser.parse_args(argv)
+    args.argv, args.prog = argv, parser.prog  # recorded in summary.json
     try:
         return args.run(args)
     except (FileNotFoundError, ModelSourceError, SetupError) as error:
         if is_main_process():  # every process of a launch fails alike: one line
-            print(f"python -m helpers {args.command}: error: {error}", file=sys.stderr)
+            print(f"{parser.prog} {args.command}: error: {error}", file=sys.stderr)
         return 2
 
 
-def _ablate(args) -> int:
-    _check_data_dir()
-    from helpers.training.arms import ARMS, run_arm
-    from helpers.training.profiles import quick_requested
-
-    result = run_arm(
-        ARMS[args.arm],
-        args.seed,
-        args.cold_start,
-        args.root,
-        quick=args.quick or quick_requested(),
-        command=" ".join(["python -m helpers", *args.argv]),
-    )
-    for name, s in result["sets"].items():
-        before = result["cold_start_sets"][name]
-        print(f"{args.arm}, seed {args.seed}, {name}: cold start {before['correct']} -> {s['correct']} of {s['n']}")
-    print(f"cost: {result['cost']}")
-    return 0
-
-
-def _blocks(args) -> int:
-    from helpers.evaluation import blocks
-
-    if args.check:
-        stale = blocks.stale()
-        for path in stale:
-            print(f"{path} differs from results/: run python -m helpers blocks")
-        return 1 if stale else 0
-    for path in blocks.write():
-        print(f"rewrote the generated blocks of {path}")
-    return 0
-
-
-def _check_data_dir() -> None:
+def check_data_dir() -> None:
     """Fail before any model loads when ``GSM8K_DIR`` points at nothing usable."""
     import os
 

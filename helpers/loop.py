@@ -2,7 +2,7 @@
 
 Notebook 07 writes every function from :func:`tokenize_prompts` to :func:`train_from_scratch` out in its
 cells; this module is the importable copy for the longer runs (``python -m helpers scratch``,
-``experiments/scratch_variants.py``). ``tests/test_loop_notebook.py`` fails when the two differ in anything
+``cpu_study/experiments/scratch_variants.py``). ``tests/test_loop_notebook.py`` fails when the two differ in anything
 but docstrings, comments and layout: change both together.
 
 One *step* is one AdamW step on the LoRA, as TRL counts steps. Every ``num_iterations`` steps a new

@@ -386,6 +386,8 @@ LAYOUT_REWARD_FUNCS = [
     correctness_reward_func,
 ]
 
+REWARD_SETS = {"checked": REWARD_FUNCS, "layout": LAYOUT_REWARD_FUNCS}  # what `python -m helpers train --rewards` names
+
 
 def short_name(func) -> str:
     """``original_strict_format_reward_func`` -> ``strict``: the column name in :func:`reward_table`."""

@@ -1,12 +1,12 @@
-"""helpers.evaluation.ablation: each arm against the baseline of the same seed, per seed and pooled."""
+"""cpu_study.ablation: each arm against the baseline of the same seed, per seed and pooled."""
 
 import json
 import math
 
 import pytest
 
-from helpers.evaluation import ablation
-from helpers.training.arms import ARMS
+from cpu_study import ablation
+from cpu_study.arms import ARMS
 
 
 def _run(root, arm, seed, correct, seconds=40.0):

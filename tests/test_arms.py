@@ -1,11 +1,11 @@
-"""helpers.training.arms: each arm is the cpu recipe with one knob changed, and runs from a cold start."""
+"""cpu_study.arms: each arm is the cpu recipe with one knob changed, and runs from a cold start."""
 
 import json
 
 import pytest
 
-from helpers.control_rewards import REWARD_SETS
-from helpers.training import arms
+from cpu_study import arms
+from cpu_study.control_rewards import ALL_REWARD_SETS
 from helpers.training.profiles import CPU
 
 
@@ -30,7 +30,7 @@ def test_every_arm_builds_a_grpo_config_that_differs_from_the_baseline_by_its_kn
         "generation_batch_size",
         "steps_per_generation",
     }, changed
-    assert arm.rewards in REWARD_SETS and profile.seed == 1 and profile.heldout_problems == 0
+    assert arm.rewards in ALL_REWARD_SETS and profile.seed == 1 and profile.heldout_problems == 0
     if name == "baseline":
         assert not changed and arm.rewards == "checked" and profile == CPU.replace(seed=1, heldout_problems=0)
     elif arm.profile.get("lora_rank"):

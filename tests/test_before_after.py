@@ -4,7 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from helpers.evaluation.adapters import check_adapter_dir, load_merged, load_with_adapter, save_merged
+from helpers.colab.persist import check_adapter_dir
+from helpers.evaluation.adapters import load_merged, load_with_adapter, save_merged
 from helpers.evaluation.before_after import (
     compare,
     decoding,

@@ -1,9 +1,9 @@
-"""helpers.evaluation.blocks: the READMEs' generated numbers and tables equal what their results files print."""
+"""cpu_study.blocks: the READMEs' generated numbers and tables equal what their results files print."""
 
 import pytest
 
-from helpers.cli import main
-from helpers.evaluation import blocks
+from cpu_study import blocks
+from cpu_study.cli import main
 
 ROOT = blocks.ROOT
 
@@ -37,7 +37,7 @@ def test_the_readme_blocks_match_their_results_files(path):
     text = path.read_text()
     for name in EXPECTED[path]:
         assert f"<!-- block:{name} -->" in text
-    assert blocks.render(text) == text, f"{path} drifted from results/: run python -m helpers blocks"
+    assert blocks.render(text) == text, f"{path} drifted from results/: run python -m cpu_study blocks"
 
 
 def test_a_block_is_rewritten_from_its_source():
@@ -79,9 +79,9 @@ def test_the_committed_format_gain_is_what_the_seeds_summaries_give():
     five runs' summary.json; a stale file fails here."""
     import json
 
-    from helpers.evaluation.blocks import SEED_RUNS
-    from helpers.evaluation.reports import RESULTS_DIR
-    from helpers.evaluation.seeds import FORMAT_GAIN_FILE, format_gain
+    from cpu_study.blocks import SEED_RUNS
+    from cpu_study.seeds import format_gain
+    from helpers.evaluation.reports import FORMAT_GAIN_FILE, RESULTS_DIR
 
     committed = json.loads((RESULTS_DIR / "cpu-varied-format" / FORMAT_GAIN_FILE).read_text())
     assert format_gain([RESULTS_DIR / run for run in SEED_RUNS]) == committed
@@ -94,7 +94,7 @@ def test_format_gain_counts_each_seeds_change_and_its_t_interval(tmp_path):
 
     import pytest
 
-    from helpers.evaluation.seeds import format_gain
+    from cpu_study.seeds import format_gain
 
     def stage(n, valid, right):
         return {"n": n, "format_rate_valid": valid / n, "accuracy": right / n}

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from cpu_study.cli import main as study_main
 from helpers.cli import main
 from helpers.training.pipeline import PipelineRun
 from helpers.training.trainer import TrainingRun
@@ -36,12 +37,15 @@ SUMMARY = {
 def fake_pipeline(monkeypatch):
     calls = []
 
-    def run_pipeline(profile, output_dir=None, reward_set="checked", cold_start_dir=None, command=None):
+    def run_pipeline(
+        profile, output_dir=None, reward_set="checked", reward_funcs=None, cold_start_dir=None, command=None
+    ):
         calls.append(
             dict(
                 profile=profile,
                 output_dir=output_dir,
                 reward_set=reward_set,
+                reward_funcs=reward_funcs,
                 cold_start=cold_start_dir,
                 command=command,
             )
@@ -174,16 +178,40 @@ def test_pass_at_k_command_reaches_evaluate_run_with_the_run_folder(monkeypatch,
         summary = {f"pass@{k}": {"value": v} for k, v in ((1, 0.25), (8, 0.5))}
         return {"stages": {"grpo": {"all": summary}}}
 
-    monkeypatch.setattr("helpers.evaluation.pass_at_k.evaluate_run", evaluate_run)
-    assert main(["pass-at-k", "--run", str(tmp_path), "--profile", "cpu", "--n", "4", "--problems", "2"]) == 0
+    monkeypatch.setattr("cpu_study.pass_at_k.evaluate_run", evaluate_run)
+    assert study_main(["pass-at-k", "--run", str(tmp_path), "--profile", "cpu", "--n", "4", "--problems", "2"]) == 0
     assert calls == [(tmp_path, "cpu", 4, 2)]
     assert "pass@1 25.0 %, pass@8 50.0 %" in capsys.readouterr().out
 
 
 def test_every_reward_set_can_be_asked_for_by_name():
+    from cpu_study.cli import build_parser as study_parser
+    from cpu_study.control_rewards import ALL_REWARD_SETS, CONTROL_REWARD_SETS
     from helpers.cli import build_parser
-    from helpers.control_rewards import REWARD_SETS
+    from helpers.rewards import REWARD_SETS
 
-    train = build_parser()._subparsers._group_actions[0].choices["train"]
-    [rewards] = [a for a in train._actions if a.dest == "rewards"]
-    assert sorted(rewards.choices) == sorted(REWARD_SETS)
+    def choices(parser, command):
+        sub = parser._subparsers._group_actions[0].choices[command]
+        [rewards] = [a for a in sub._actions if a.dest == "rewards"]
+        return sorted(rewards.choices)
+
+    assert choices(build_parser(), "train") == sorted(REWARD_SETS) == ["checked", "layout"]
+    assert choices(study_parser(), "control") == sorted(CONTROL_REWARD_SETS)
+    assert sorted(ALL_REWARD_SETS) == sorted([*REWARD_SETS, *CONTROL_REWARD_SETS])
+
+
+def test_control_command_trains_the_main_job_with_the_control_rewards(fake_pipeline, tmp_path):
+    from cpu_study.control_rewards import CONTROL_REWARD_SETS
+
+    argv = ["control", "--rewards", "placebo", "--profile", "cpu", "--output-dir", str(tmp_path)]
+    assert study_main(argv) == 0
+    [call] = fake_pipeline
+    assert call["reward_set"] == "placebo" and call["reward_funcs"] is CONTROL_REWARD_SETS["placebo"]
+    assert call["command"] == "python -m cpu_study " + " ".join(argv)
+
+
+def test_the_course_command_line_offers_no_control_rewards(fake_pipeline, capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--profile", "cpu", "--rewards", "placebo"])
+    assert "invalid choice: 'placebo'" in capsys.readouterr().err
+    assert fake_pipeline == []

@@ -1,10 +1,10 @@
-"""helpers.evaluation.groups: flat, correctness and format-only groups, in all, per kind and per third."""
+"""cpu_study.groups: flat, correctness and format-only groups, in all, per kind and per third."""
 
 import json
 
 import pytest
 
-from helpers.evaluation.groups import group_kind, group_kinds, groups_table, read_groups
+from cpu_study.groups import group_kind, group_kinds, groups_table, read_groups
 
 
 def _group(step, kind, correct, fmt):
@@ -56,7 +56,7 @@ def test_the_table_puts_runs_side_by_side(tmp_path):
 def test_the_seeds_reading_compares_the_correctness_groups_of_seeds_that_gained_and_did_not():
     import pandas as pd
 
-    from helpers.evaluation.groups import seeds_groups_reading
+    from cpu_study.groups import seeds_groups_reading
 
     table = pd.DataFrame({"groups": [192, 192, 192], "correctness": [90, 81, 70]}, index=["a", "b", "c"])
     text = seeds_groups_reading(table, {"a": 7, "b": -10, "c": 4})

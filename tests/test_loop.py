@@ -19,8 +19,9 @@ from dataclasses import replace
 import pytest
 import torch
 
+from cpu_study import variants
 from helpers import grpo, loop
-from helpers.evaluation import plots, variants
+from helpers.evaluation import plots
 from helpers.training import loop_runs, trl_check
 from helpers.training.fast_rollouts import shared_batch_logps
 
@@ -349,10 +350,10 @@ def test_variant_runs_are_read_tabled_and_plotted(tiny_run, tmp_path):
     assert table.loc["clip", "KL, last fresh batch"] == pytest.approx(rows[3]["kl"])  # step 3, not step 2's
     assert table.loc["clip", "held-out, step 0"] == rows[0]["heldout/accuracy"]
     assert table.loc["clip", "held-out, last"] == rows[3]["heldout/accuracy"]
-    fig = plots.plot_variant_runs(runs, show=False)
-    assert len(fig.axes) == len(plots.PLOTTED)
+    fig = variants.plot_variant_runs(runs, show=False)
+    assert len(fig.axes) == len(variants.PLOTTED)
     with pytest.raises(ValueError, match="no variant runs"):
-        plots.plot_variant_runs({}, show=False)
+        variants.plot_variant_runs({}, show=False)
 
 
 # ------------------------------------------------------------------- the written-out pieces, bit for bit

@@ -1,5 +1,5 @@
 """Notebook 07 writes the GRPO loop out in its cells; ``helpers/loop.py`` keeps the importable copy for the
-longer runs (``python -m helpers scratch``, ``experiments/scratch_variants.py``). These tests fail when a
+longer runs (``python -m helpers scratch``, ``cpu_study/experiments/scratch_variants.py``). These tests fail when a
 function the notebook defines and the function of the same name in ``helpers/loop.py`` differ in anything but
 docstrings, comments and layout (their ASTs, docstrings removed, are compared), and when the notebook stops
 defining one of the loop's functions."""

@@ -1,4 +1,4 @@
-"""helpers.evaluation.pass_at_k, and its estimator in helpers.evaluation.stats: Chen et al.'s unbiased
+"""cpu_study.pass_at_k, and its estimator in helpers.evaluation.stats: Chen et al.'s unbiased
 estimator, its interval, and the sampler behind it."""
 
 import math
@@ -6,7 +6,7 @@ from itertools import combinations
 
 import pytest
 
-from helpers.evaluation.pass_at_k import correct_counts
+from cpu_study.pass_at_k import correct_counts
 from helpers.evaluation.stats import bootstrap_interval, pass_at_k, pass_at_k_summary
 
 

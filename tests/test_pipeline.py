@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from helpers.evaluation.reference import save_reference
+from cpu_study.reference import save_reference
 from helpers.evaluation.reports import PAIRED, RECORDS_FILE, SUMMARY_FILE, load_summary
 from helpers.training.pipeline import run_pipeline
 from helpers.training.profiles import PROFILES, shortened
@@ -255,8 +255,8 @@ def test_outcomes_by_kind_counts_gains_losses_and_p_per_kind():
 
 
 def test_the_sealed_set_opens_once_on_a_finished_run(smoke_run, tmp_path, monkeypatch):
-    import helpers.data.sealed as sealed
-    from helpers.evaluation.sealed_eval import (
+    import cpu_study.sealed as sealed
+    from cpu_study.sealed_eval import (
         SEALED_OUTCOMES_FILE,
         SEALED_SUMMARY_FILE,
         AlreadyOpened,

@@ -4,7 +4,8 @@ import re
 
 import pytest
 
-from helpers.data.problems import FAMILIES, KINDS, SPLITS, make_problems, problems_dataset, split_of
+from helpers.data.draws import SPLITS, split_of
+from helpers.data.problems import FAMILIES, KINDS, make_problems, problems_dataset
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -90,8 +91,8 @@ def test_bad_knobs_fail_with_a_clear_error(monkeypatch):
         make_problems(3, family="other")
     with pytest.raises(ValueError, match="not 1-operation kinds"):
         make_problems(3, kinds=["mul_add"])
-    monkeypatch.setattr("helpers.data.problems.NAMES", (("Ava", "she"), ("Liam", "he")))
-    monkeypatch.setattr("helpers.data.problems.OBJECTS", ("apples",))
+    monkeypatch.setattr("helpers.data.draws.NAMES", (("Ava", "she"), ("Liam", "he")))
+    monkeypatch.setattr("helpers.data.draws.OBJECTS", ("apples",))
     with pytest.raises(ValueError, match="distinct"):  # 3 wordings x 16 sums x 2 names: fails, never hangs
         make_problems(500, ops=1, max_number=5, kinds=["add"], family="fixed")
 

@@ -1,8 +1,8 @@
-"""helpers.evaluation.recipes: one name per recipe, and every committed run belongs to one."""
+"""cpu_study.recipes: one name per recipe, and every committed run belongs to one."""
 
 import pytest
 
-from helpers.evaluation.recipes import CURRENT, RECIPES, recipe_of, recipe_table
+from cpu_study.recipes import CURRENT, RECIPES, recipe_of, recipe_table
 from helpers.evaluation.reports import RESULTS_DIR
 
 NOT_RECIPE_RUNS = {"exercises05", "gpu-check-cpu", "scratch-variants"}  # notebook exercises, the GPU check, 07

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from helpers import control_rewards as C
+from cpu_study import control_rewards as C
 from helpers import rewards as R
 from helpers.course_format import extract_hash_answer
 from helpers.grading import GradingWarning
@@ -229,7 +229,7 @@ def test_prompts_of_the_wrong_length_are_an_error():
 
 
 def test_reward_sets_differ_only_in_the_format_and_integer_rewards():
-    assert C.REWARD_SETS["checked"] is R.REWARD_FUNCS and C.REWARD_SETS["layout"] is R.LAYOUT_REWARD_FUNCS
+    assert C.ALL_REWARD_SETS["checked"] is R.REWARD_FUNCS and C.ALL_REWARD_SETS["layout"] is R.LAYOUT_REWARD_FUNCS
     assert R.REWARD_FUNCS[4:] == R.LAYOUT_REWARD_FUNCS[4:]  # the same correctness reward
     assert [f.__name__ for f in R.LAYOUT_REWARD_FUNCS[:4]] == ["layout_" + f.__name__ for f in R.REWARD_FUNCS[:4]]
 
@@ -325,12 +325,12 @@ def test_the_placebo_is_a_fair_coin_that_ignores_the_answer():
     assert C.random_reward_func(completions=texts[:5]) == paid[:5]  # the same text, the same coin
     right = R.correctness_reward_func(completions=texts, answer=["7"] * 400)
     assert right.count(2.0) == 1  # only "7" is right; the coin does not look
-    assert C.REWARD_SETS["placebo"] == [C.random_reward_func]
+    assert C.ALL_REWARD_SETS["placebo"] == [C.random_reward_func]
 
 
 def test_the_control_sets_take_away_correctness_or_grade_against_another_problem():
     assert C.FORMAT_REWARD_FUNCS == R.REWARD_FUNCS[:4]  # the course's rewards, correctness left out
-    assert C.REWARD_SETS["shuffled"][:4] == C.FORMAT_REWARD_FUNCS
+    assert C.ALL_REWARD_SETS["shuffled"][:4] == C.FORMAT_REWARD_FUNCS
     prompts = [[{"role": "user", "content": q}] for q in ("p1", "p1", "p2", "p2", "p3", "p3")]
     answers = ["5", "5", "9", "9", "12", "12"]
     right = [formatted(a) for a in answers]  # every completion right for its own problem

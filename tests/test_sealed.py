@@ -1,8 +1,9 @@
-"""helpers.data.sealed: the sealed test set is the committed one and shares nothing with any other set."""
+"""cpu_study.sealed: the sealed test set is the committed one and shares nothing with any other set."""
 
 import pytest
 
-from helpers.data import sealed
+from cpu_study import sealed
+from helpers.data.draws import split_of
 from helpers.data.problem_sets import (
     dev_problem_set,
     dev_transfer_set,
@@ -10,7 +11,7 @@ from helpers.data.problem_sets import (
     heldout_problems,
     transfer_problem_set,
 )
-from helpers.data.problems import make_problems, split_of
+from helpers.data.problems import make_problems
 from helpers.training.profiles import CPU
 
 
@@ -40,7 +41,7 @@ def _keys(problems):
 
 def test_no_other_set_shares_a_text_a_template_and_numbers_or_a_kind_and_numbers():
     from helpers.data.curriculum import curriculum_dataset
-    from helpers.data.problems import Problem
+    from helpers.data.draws import Problem
 
     sealed_keys = _keys(p for part in sealed.draw().values() for p in part)
     others = {
@@ -59,7 +60,7 @@ def test_no_other_set_shares_a_text_a_template_and_numbers_or_a_kind_and_numbers
 
 
 def test_a_run_is_opened_once(tmp_path):
-    from helpers.evaluation.sealed_eval import SEALED_SUMMARY_FILE, AlreadyOpened, open_sealed
+    from cpu_study.sealed_eval import SEALED_SUMMARY_FILE, AlreadyOpened, open_sealed
 
     (tmp_path / SEALED_SUMMARY_FILE).write_text("{}")
     with pytest.raises(AlreadyOpened):
@@ -72,8 +73,8 @@ def test_a_run_that_reused_a_cold_start_is_accepted(tmp_path, monkeypatch):
     """A seed run made with ``--cold-start DIR`` has no cold_start/ of its own; its adapter names it."""
     import json
 
+    from cpu_study.sealed_eval import open_sealed
     from helpers.evaluation import adapters
-    from helpers.evaluation.sealed_eval import open_sealed
 
     cold = tmp_path / "reference" / "cold_start"
     cold.mkdir(parents=True)

@@ -1,11 +1,11 @@
-"""helpers.evaluation.seeds: per-seed rows and the gain pooled over seeds."""
+"""cpu_study.seeds: per-seed rows and the gain pooled over seeds."""
 
 import json
 import math
 
 import pytest
 
-from helpers.evaluation import seeds
+from cpu_study import seeds
 from helpers.evaluation.reports import RESULTS_DIR
 
 

@@ -19,7 +19,7 @@ def test_the_t4_cap_is_above_what_unsloths_own_t4_run_cut(tmp_path):
     the cap. Its GRPO notebooks with the same format and rewards and a 768-token cap (Llama 3.1 8B,
     Mistral 7B) logged per-step means of at most 413 and 490 tokens. The t4 profile's 512 leaves the
     prompt its 256 within the 1024 of max_seq_length (vLLM's max_model_len)."""
-    from helpers.colab.t4_memory import t4_memory
+    from tools.t4_memory import t4_memory
 
     assert T4.max_completion_length == 512 > 490
     assert T4.max_prompt_length + T4.max_completion_length <= T4.max_seq_length

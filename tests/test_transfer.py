@@ -4,7 +4,8 @@ import re
 
 import pytest
 
-from helpers.data.problems import KINDS, NAMES, OBJECTS, SPLITS, make_problems, split_of
+from helpers.data.draws import NAMES, OBJECTS, SPLITS, split_of
+from helpers.data.problems import KINDS, make_problems
 from helpers.data.transfer import IN_TRAINING, TRANSFER_KINDS, make_transfer_problems
 
 

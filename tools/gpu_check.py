@@ -20,7 +20,7 @@ Stages, each timed (seconds; CUDA synchronised) with its peak GPU memory
 
 Two departures from the profile, both for a random model: the learning rate is 1e-3 (not 5e-6) so
 that 3 steps move the LoRA weights enough for step 7 to see them, and the course rewards get the
-placebo coin (:func:`helpers.control_rewards.random_reward_func`) beside them, as a random model earns
+placebo coin (:func:`cpu_study.control_rewards.random_reward_func`) beside them, as a random model earns
 nothing from them and its groups would have no advantage to follow. Sizes: on a GPU the profile's
 (8 completions of 200 tokens a step); without one (``CUDA_VISIBLE_DEVICES=``) smoke size (4 of 16).
 
@@ -365,7 +365,7 @@ def check_profile(cuda: bool, steps: int = 3):
 def run_check(out: Path, cuda: bool, commit: str | None = None) -> dict:
     """All stages into ``out``; returns the summary (:func:`main` writes it to ``out/summary.json``);
     the folders it names are relative to ``out``. ``commit``: recorded where the tree has no ``.git``."""
-    from helpers.control_rewards import random_reward_func
+    from cpu_study.control_rewards import random_reward_func
     from helpers.course_format import make_prompt
     from helpers.data.problems import make_problems, problems_dataset
     from helpers.evaluation import adapters, scoring

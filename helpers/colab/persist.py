@@ -22,7 +22,8 @@ kept there is lost on any disconnect. Two places survive:
   ``PeftModel.from_pretrained(repo_id)``. The token comes from ``HF_TOKEN`` (in Colab, the
   ``HF_TOKEN`` secret) or ``huggingface-cli login``.
 
-:func:`locate_adapter` turns what notebook 06 is given (a local folder, a Drive folder or a Hub
+:func:`check_adapter_dir` says whether a folder holds a saved LoRA adapter; :func:`locate_adapter`
+turns what notebook 06 is given (a local folder, a Drive folder or a Hub
 id) into a local adapter folder, or says exactly what to do when there is none.
 """
 
@@ -47,6 +48,18 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")  # owner/name
 
 
 TRUE, FALSE = ("1", "true", "yes"), ("0", "false", "no")
+
+
+def check_adapter_dir(adapter_dir) -> Path:
+    """The adapter folder as a ``Path``; ``FileNotFoundError`` unless it holds a PEFT adapter."""
+    path = Path(adapter_dir)
+    for name in ("adapter_config.json", "adapter_model.safetensors"):
+        if not (path / name).exists():
+            raise FileNotFoundError(
+                f"{path / name} not found: {path} is not a saved LoRA adapter "
+                "(train one with notebook 05 or `python -m helpers train`)"
+            )
+    return path
 
 
 def drive_requested() -> bool:
@@ -164,8 +177,6 @@ def push_adapter(adapter_dir, repo_id: str, *, private: bool = True, api=None) -
         FileNotFoundError: ``adapter_dir`` holds no adapter.
         ValueError: ``repo_id`` is not ``owner/name``.
     """
-    from helpers.evaluation.adapters import check_adapter_dir
-
     adapter_dir = check_adapter_dir(adapter_dir)
     _check_hub_id(repo_id)
     if api is None:
@@ -192,7 +203,6 @@ def pull_adapter(repo_id: str, dest=None, *, download=None) -> Path:
         ValueError: ``repo_id`` is not ``owner/name``.
         FileNotFoundError: the download holds no adapter.
     """
-    from helpers.evaluation.adapters import check_adapter_dir
     from helpers.training.models import cache_dir
 
     _check_hub_id(repo_id)
@@ -230,8 +240,6 @@ def locate_adapter(spec, profile_name: str = "t4", *, download=None) -> Path:
             :func:`missing_adapter_help`.
         RuntimeError: a ``/content/drive`` path outside Colab (:func:`mount_drive`).
     """
-    from helpers.evaluation.adapters import check_adapter_dir
-
     path = Path(str(spec)).expanduser()
     if path.absolute() != DRIVE_MOUNT and DRIVE_MOUNT in path.absolute().parents:
         mount_drive()  # a fresh runtime: notebook 06 given notebook 05's Drive folder

@@ -1,12 +1,12 @@
 """The course's problem sets, each defined once. Every one is course-written (never GSM8K text) and drawn
-from its own split (:func:`helpers.data.problems.split_of`), so no two share a kind and its numbers:
+from its own split (:func:`helpers.data.draws.split_of`), so no two share a kind and its numbers:
 
 * GRPO's prompts (:func:`grpo_prompts`) and the cold start's worked problems: the ``train`` split;
 * the development sets, where a recipe is chosen: :func:`dev_problem_set` (in distribution) and
   :func:`dev_transfer_set` (the transfer family, :mod:`helpers.data.transfer`), split ``dev``;
 * what ``make train`` reports: :func:`eval_problem_set` (in distribution) and
   :func:`transfer_problem_set`, and the training curve's :func:`heldout_problems`, split ``test``;
-* the sealed set (:mod:`helpers.data.sealed`), split ``sealed``, opened once per reference run.
+* the sealed set (:mod:`cpu_study.sealed`), split ``sealed``, opened once per reference run.
 
 "In distribution" means the profile's own family of wordings (``profile.problem_family``) at its
 ``eval_levels``; the transfer family has wordings no training problem uses, kinds training has and
@@ -120,7 +120,7 @@ DEV_LEVELS = ((1, 20), (2, 20), (1, 50), (2, 50))
 def dev_problem_set(n: int = 32, levels=DEV_LEVELS, seed: int = DEV_SEED, family: str = "varied") -> list:
     """The in-distribution development set: ``n`` *dev*-split problems of each ``(ops, max_number)`` level
     in ``levels``, in that order. Recipes are compared on it and on :func:`dev_transfer_set`
-    (``experiments/grpo_recipe.py``); the reported numbers come from the test and sealed sets."""
+    (``cpu_study/experiments/grpo_recipe.py``); the reported numbers come from the test and sealed sets."""
     return level_problems(levels, n, split="dev", seed=seed, family=family)
 
 

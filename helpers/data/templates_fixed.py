@@ -3,13 +3,13 @@ one for each two- and three-operation kind), differing only in names, objects an
 reference runs (``results/cpu-curriculum*``) trained and were evaluated on it; the ``"varied"`` family
 (:mod:`helpers.data.templates_varied`) replaces it.
 
-Each template takes a :class:`helpers.data.problems.Draw` and returns ``(question, steps, expression,
+Each template takes a :class:`helpers.data.draws.Draw` and returns ``(question, steps, expression,
 answer)``; the draw records the numbers in the order the kind's arithmetic reads them.
 """
 
 from __future__ import annotations
 
-from helpers.data.problems import MAX_FACTOR, Draw
+from helpers.data.draws import MAX_FACTOR, Draw
 
 
 def _add(d: Draw):

@@ -6,13 +6,13 @@ wordings (3 to 8), the order of facts that do not depend on each other (where a
 wording has such facts), and with probability :data:`DISTRACTOR_SHARE` a distractor: one more fact
 with a number the answer does not use (``Liam is 9 years old.``), placed among the facts.
 
-Each template takes a :class:`helpers.data.problems.Draw` and returns ``(question, steps, expression,
+Each template takes a :class:`helpers.data.draws.Draw` and returns ``(question, steps, expression,
 answer)``. The transfer family (:mod:`helpers.data.transfer`) uses none of these wordings.
 """
 
 from __future__ import annotations
 
-from helpers.data.problems import OBJECTS, Draw
+from helpers.data.draws import OBJECTS, Draw
 
 DISTRACTOR_SHARE = 1 / 3
 

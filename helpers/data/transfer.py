@@ -10,7 +10,7 @@ their names and arithmetic: ``add``, ``sub``, ``mul``, ``div``, ``add_sub``, ``m
 ``more_total``, ``mul_sub``. New shapes: ``compare`` (a - b asked as a difference), ``fewer_total``
 (a + (a - b)), ``sub_sub`` (a - b - c), ``div_add`` (a / b + c).
 
-Problems are split by :func:`helpers.data.problems.split_of` on the kind and numbers, as training's are,
+Problems are split by :func:`helpers.data.draws.split_of` on the kind and numbers, as training's are,
 so a transfer test or sealed problem never shares its kind and numbers with a training problem.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 
-from helpers.data.problems import SPLITS, Draw, Problem, in_split
+from helpers.data.draws import SPLITS, Draw, Problem, draw_distinct
 
 TRANSFER_KINDS = {
     "add": 1,
@@ -247,14 +247,14 @@ def make_transfer_problems(
     """``n`` distinct transfer problems, kinds in turn (``add, sub, mul, ...``), from ``split``.
 
     ``make_transfer_problems(12, split="test")`` gives one problem of each kind, operands of ``+`` and
-    ``-`` up to 20; each :class:`helpers.data.problems.Problem` has ``family="transfer"``, its kind's
+    ``-`` up to 20; each :class:`helpers.data.draws.Problem` has ``family="transfer"``, its kind's
     ``ops`` and a ``template`` such as ``"compare.2"``.
 
     Args:
         n: how many problems.
         kinds: a subset of :data:`TRANSFER_KINDS` (default all, in that order).
         max_number: the largest operand of ``+`` and ``-`` (at least 5); factors stay at most 12.
-        split: one of :data:`helpers.data.problems.SPLITS`.
+        split: one of :data:`helpers.data.draws.SPLITS`.
         seed: any integer; the same arguments give the same problems.
         exclude: question texts and ``(kind, numbers)`` pairs no problem may have.
 
@@ -273,31 +273,4 @@ def make_transfer_problems(
     if unknown:
         raise ValueError(f"unknown transfer kinds {unknown}; choose from {tuple(TRANSFER_KINDS)}")
     rng = random.Random(f"grpo-course transfer|{max_number}|{split}|{seed}|{','.join(kinds)}")
-    exclude, seen, problems, misses = set(exclude), set(), [], 0
-    while len(problems) < n:
-        kind = kinds[len(problems) % len(kinds)]
-        d = Draw(rng, max_number)
-        question, steps, expression, answer = TEMPLATES[kind](d)
-        numbers = tuple(d.numbers)
-        if not in_split(kind, numbers, split) or question in seen or question in exclude or (kind, numbers) in exclude:
-            misses += 1
-            if misses > 200 * n + 10_000:
-                raise ValueError(f"only {len(problems)} distinct {split} transfer problems found; ask for fewer")
-            continue
-        seen.add(question)
-        solution = "\n".join(steps) + f"\n#### {answer}"
-        problems.append(
-            Problem(
-                question,
-                str(answer),
-                solution,
-                expression,
-                TRANSFER_KINDS[kind],
-                kind,
-                max_number,
-                numbers,
-                f"{kind}.{d.template}",
-                "transfer",
-            )
-        )
-    return problems
+    return draw_distinct(n, rng, TEMPLATES, kinds, max_number, split, "transfer", TRANSFER_KINDS, exclude)

@@ -1,4 +1,4 @@
-"""A trained LoRA adapter on disk: check it (:func:`check_adapter_dir`), find its base model
+"""A trained LoRA adapter on disk (checked by :func:`helpers.colab.persist.check_adapter_dir`): find its base model
 (:func:`adapter_base`), load base + adapter (:func:`load_with_adapter`), and merge the LoRA into the
 base weights as a plain checkpoint that loads without PEFT (:func:`save_merged`, :func:`load_merged`,
 with the GPU memory it needs, :func:`merged_4bit_gib`). Notebook 06's section 8 runs the merge and
@@ -14,24 +14,14 @@ import copy
 import json
 from pathlib import Path
 
+from helpers.colab.persist import check_adapter_dir, merged_dir
+
 
 # ------------------------------------------------------------------------ loading, merging
 def is_peft(model) -> bool:
     from peft import PeftModel
 
     return isinstance(model, PeftModel)
-
-
-def check_adapter_dir(adapter_dir) -> Path:
-    """The adapter folder as a ``Path``; ``FileNotFoundError`` unless it holds a PEFT adapter."""
-    path = Path(adapter_dir)
-    for name in ("adapter_config.json", "adapter_model.safetensors"):
-        if not (path / name).exists():
-            raise FileNotFoundError(
-                f"{path / name} not found: {path} is not a saved LoRA adapter "
-                "(train one with notebook 05 or `python -m helpers train`)"
-            )
-    return path
 
 
 def adapter_base(adapter_dir, model_path=None):
@@ -63,7 +53,7 @@ def load_with_adapter(profile, adapter_dir, model_path=None):
     copy is what :func:`save_merged` merges).
 
     Raises:
-        FileNotFoundError: no adapter in ``adapter_dir`` (see :func:`check_adapter_dir`).
+        FileNotFoundError: no adapter in ``adapter_dir`` (see :func:`helpers.colab.persist.check_adapter_dir`).
         ValueError: on GPU, the saved adapter's rank differs from the profile's.
     """
     from helpers.training.models import load_model
@@ -247,7 +237,6 @@ def merge_once(profile, adapter_dir, root, prompt, max_new_tokens: int, *, model
         helpers.training.engine.SecondEngineError: no ``model`` given, no merge on disk, and this
             process cannot start the vLLM engine the policy needs (restart the session).
     """
-    from helpers.colab.persist import merged_dir
     from helpers.training.engine import release, uses_vllm
     from helpers.training.generation import generate
 

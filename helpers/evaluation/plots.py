@@ -1,7 +1,7 @@
 """Matplotlib figures of runs and evaluations: training curves (:func:`plot_training_curves`), stage
 bars (:func:`plot_stages`), held-out curves (:func:`plot_heldout_runs`), accuracy with intervals
-(:func:`plot_accuracy`), before/after GRPO (:func:`plot_before_after`, :func:`plot_completion_lengths`),
-and the from-scratch loop's variants (:func:`plot_variant_runs`). Each returns its ``Figure``
+(:func:`plot_accuracy`), before/after GRPO (:func:`plot_before_after`, :func:`plot_completion_lengths`).
+Each returns its ``Figure``
 (:func:`finish_figure`: shown, or closed when ``show=False``).
 """
 
@@ -12,7 +12,6 @@ import math
 from pathlib import Path
 
 from helpers.evaluation.before_after import RUN_LABELS, Comparison
-from helpers.evaluation.variants import fresh_steps
 
 SMOOTHING = 5  # steps in the trailing mean of the reward curves
 
@@ -35,7 +34,6 @@ def rolling_mean(values, window: int = SMOOTHING) -> list[float]:
     ``rolling_mean([1, 2, 3, 4], 2)`` -> ``[1.0, 1.5, 2.5, 3.5]``. Raises ``ValueError`` for
     ``window < 1``.
     """
-    import math
 
     if window < 1:
         raise ValueError(f"window must be at least 1, got {window}")
@@ -320,58 +318,3 @@ def _show_or_close(fig, show: bool) -> None:
         plt.show()
     else:
         plt.close(fig)
-
-
-# ----------------------------------------------------------------------------------- variant runs
-PLOTTED = (
-    ("reward", "reward (mean over the batch)"),
-    ("kl", "KL to the reference (k3, nats/token)"),
-    ("completions/mean_length", "mean completion length (tokens)"),
-    ("grad_norm", "grad norm (before clipping)"),
-    ("heldout/accuracy", "held-out accuracy (greedy)"),
-)
-
-
-def plot_variant_runs(runs: dict, show: bool = True):
-    """One figure, five panels against the step (:data:`PLOTTED`: reward, KL, length, grad norm, held-out
-    accuracy), one line per variant run (``{variant: metrics columns}``). Returns the ``Figure``.
-
-    Raises:
-        ValueError: no runs.
-    """
-    import matplotlib.pyplot as plt
-
-    from helpers.evaluation.plots import finish_figure, rolling_mean
-
-    if not runs:
-        raise ValueError("no variant runs to plot")
-    fig, axes = plt.subplots(1, len(PLOTTED), figsize=(19, 3.8), constrained_layout=True)
-    for variant, m in runs.items():
-        for ax, (key, title) in zip(axes, PLOTTED):
-            pairs = [(s, v) for s, v in zip(m["step"], m.get(key, [])) if not math.isnan(v)]
-            steps, values = [p[0] for p in pairs], [p[1] for p in pairs]
-            if key == "heldout/accuracy":
-                ax.plot(steps, [100 * v for v in values], marker="s", label=variant)
-            elif key == "kl":  # a line through the fresh batches; the reused ones (off-policy k3) as dots
-                fresh = set(fresh_steps(m))
-                (line,) = ax.plot(
-                    [s for s in steps if s in fresh], [v for s, v in pairs if s in fresh], marker=".", label=variant
-                )
-                ax.plot(
-                    [s for s in steps if s not in fresh],
-                    [v for s, v in pairs if s not in fresh],
-                    ls="",
-                    marker="x",
-                    alpha=0.5,
-                    color=line.get_color(),
-                )
-            elif key in ("reward", "completions/mean_length"):
-                (line,) = ax.plot(steps, rolling_mean(values, 3), lw=2, label=variant)
-                ax.plot(steps, values, ls="", marker=".", alpha=0.4, color=line.get_color())
-            else:
-                ax.plot(steps, values, marker=".", label=variant)
-            ax.set(title=title + (" %" if key == "heldout/accuracy" else ""), xlabel="step")
-    axes[0].set_title("reward (3-step mean; dots: each step)")
-    axes[1].set_title("KL (k3) on fresh batches; x: reused batch")
-    axes[0].legend(fontsize=8)
-    return finish_figure(fig, show)

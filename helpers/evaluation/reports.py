@@ -7,8 +7,7 @@
   difficulty level), :func:`outcomes_by_kind` (per problem kind: gained, lost, p).
 * :func:`gain_reading`: GRPO's gain in a run, in distribution and in transfer, in sentences.
 
-Saving a run for ``results/`` is :mod:`helpers.evaluation.reference`; its provenance (commit, machine)
-:mod:`helpers.evaluation.provenance`; the from-scratch loop's variants :mod:`helpers.evaluation.variants`.
+A run's provenance (commit, machine) is :mod:`helpers.evaluation.provenance`.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"  # the committed r
 SUMMARY_FILE = "summary.json"
 METRICS_FILE = "metrics.csv"  # one row per GRPO step (trainer and loop alike)
 GROUPS_FILE = "groups.jsonl"  # one row per GRPO group (helpers.training.callbacks.GroupLog)
+FORMAT_GAIN_FILE = "format_gain.json"  # results/cpu-varied-format/: the main job's claim over seeds
 EFFECTIVE_CONFIG_FILE = "effective_config.json"  # the trainer's settings after TRL's and Unsloth's rewrites
 
 
@@ -392,3 +392,17 @@ def load_summary(run_dir) -> dict:
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: run `python -m helpers train` to make one")
     return json.loads(path.read_text())
+
+
+def format_gain_text(path=None) -> str:
+    """The committed :func:`cpu_study.seeds.format_gain` (default ``results/cpu-varied-format/format_gain.json``) as
+    markdown lines: one per set and measure, then its reading. ``make train`` prints it; README's
+    ``format-gain`` block holds it."""
+    committed = json.loads(Path(path or RESULTS_DIR / "cpu-varied-format" / FORMAT_GAIN_FILE).read_text())
+    lines = [f"What GRPO changes over the committed seeds {committed['seeds']} (after GRPO minus cold start):", ""]
+    for r in committed["sets"]:
+        lines.append(
+            f"- {r['measure']}, {r['set']} ({r['n']}): per seed {r['gains']}, mean {r['mean']:+.1f}, "
+            f"95 % t interval [{r['low']:+.1f}, {r['high']:+.1f}]"
+        )
+    return "\n".join([*lines, "", committed["reading"]])

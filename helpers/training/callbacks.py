@@ -184,7 +184,7 @@ class HeldoutAccuracy(TrainerCallback):
     """Greedy accuracy of the policy on fixed held-out problems, every ``every`` steps.
 
     Args:
-        problems: rows with ``question`` and ``answer`` (a Dataset, or :class:`helpers.data.problems.Problem`
+        problems: rows with ``question`` and ``answer`` (a Dataset, or :class:`helpers.data.draws.Problem`
             dicts), never trained on.
         tokenizer: the policy's tokenizer.
         every: evaluate after steps ``every, 2 * every, ...`` and after the last step; also once

@@ -72,6 +72,7 @@ def run_pipeline(
     output_dir=None,
     *,
     reward_set: str = "checked",
+    reward_funcs=None,
     cold_start_dir=None,
     model_path=None,
     command: str | None = None,
@@ -88,23 +89,26 @@ def run_pipeline(
             for a smoke run).
         output_dir: default ``outputs/grpo-<profile>``.
         reward_set: ``"checked"`` (:data:`helpers.rewards.REWARD_FUNCS`) or ``"layout"`` (the
-            hackable :data:`helpers.rewards.LAYOUT_REWARD_FUNCS`).
+            hackable :data:`helpers.rewards.LAYOUT_REWARD_FUNCS`): a name in
+            :data:`helpers.rewards.REWARD_SETS`, or any name when ``reward_funcs`` is given.
+        reward_funcs: the reward functions to train with, recorded under ``reward_set`` (the CPU
+            study's control runs pass theirs); default ``REWARD_SETS[reward_set]``.
         cold_start_dir: an existing merged cold-start model to reuse instead of training one.
         model_path: local base checkpoint instead of the profile's model.
         command: how the run was started, recorded in ``summary.json``.
 
     Raises:
-        ValueError: unknown ``reward_set``.
+        ValueError: unknown ``reward_set`` and no ``reward_funcs``.
         SetupError: settings this launch cannot run, before any model loads
             (:func:`helpers.training.distributed.check_launch`: e.g. a global batch of partial groups).
         FileNotFoundError: ``cold_start_dir`` has no model.
     """
-    from helpers.control_rewards import REWARD_SETS
+    from helpers.rewards import REWARD_SETS
     from helpers.training.cold_start import train_cold_start
     from helpers.training.distributed import check_launch, is_main_process, zero3_launch
     from helpers.training.trainer import train
 
-    if reward_set not in REWARD_SETS:
+    if reward_funcs is None and reward_set not in REWARD_SETS:
         raise ValueError(f"unknown reward set {reward_set!r}; choose one of {sorted(REWARD_SETS)}")
     n_sft = profile.cold_start_examples
     check_launch(profile, cold_start=cold_start_dir is None and n_sft > 0)
@@ -139,7 +143,7 @@ def run_pipeline(
         profile,
         output_dir=output_dir,
         dataset=prompts,
-        reward_funcs=REWARD_SETS[reward_set],
+        reward_funcs=REWARD_SETS[reward_set] if reward_funcs is None else reward_funcs,
         model_path=cold_start_dir or model_path,
         heldout=heldout or None,
     )

@@ -170,7 +170,7 @@ class Profile:
 # correctness reward. Unsloth's GRPO notebooks with the same format and rewards and a 768-token cap
 # (Llama 3.1 8B, Mistral v0.3 7B) logged per-step mean lengths with a median of 160-169, a 99th
 # percentile of 386-431 and a maximum of 413 and 490. 512 is above all of them and leaves the prompt its
-# 256 within max_seq_length (1024, vLLM's max_model_len). Memory (helpers.colab.t4_memory): 8 x (256 +
+# 256 within max_seq_length (1024, vLLM's max_model_len). Memory (tools.t4_memory): 8 x (256 +
 # 512) = 6,144 tokens a step, a trainer peak of about 2.9 GiB while vLLM sleeps with 11.3 GiB free.
 # Time: Unsloth's 24.1 s a step was measured at the 200 cap (helpers.colab.persist gives the bounds).
 # helpers.training.callbacks.TruncationGuard warns when completions/clipped_ratio stays high.

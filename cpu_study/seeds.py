@@ -176,7 +176,7 @@ def verdict(label: str, runs: list[dict], alpha: float = 0.01) -> tuple[str, str
         label: the set's name at the start of the line (e.g. ``"transfer"``).
         runs: one dict per run with ``"n"``, ``"cold_start"`` and ``"grpo"`` (right answers of n) and
             ``"p"`` (McNemar's p between them): ``row[set_name]`` of :func:`seed_row` rows, or the rows of
-            :func:`helpers.evaluation.sealed_eval.sealed_rows` for one part.
+            :func:`cpu_study.sealed_eval.sealed_rows` for one part.
         alpha: the level a single run's McNemar p must be below to count as significant.
 
     Returns:
@@ -225,9 +225,6 @@ def seeds_table(rows: list[dict]):
     return pd.DataFrame.from_dict(table, orient="index")
 
 
-FORMAT_GAIN_FILE = "format_gain.json"  # results/cpu-varied-format/: the main job's claim over seeds
-
-
 def format_gain(run_dirs) -> dict:
     """What the CPU recipe's GRPO changes over seeds: per set (GSM8K test, the course-written test
     problems, the transfer problems), the gain in completions with a valid format and in right answers
@@ -271,21 +268,3 @@ def format_gain(run_dirs) -> dict:
         "sets": rows,
         "reading": reading,
     }
-
-
-def format_gain_text(path=None) -> str:
-    """The committed :func:`format_gain` (default ``results/cpu-varied-format/format_gain.json``) as
-    markdown lines: one per set and measure, then its reading. ``make train`` prints it; README's
-    ``format-gain`` block holds it."""
-    import json
-
-    from helpers.evaluation.reports import RESULTS_DIR
-
-    committed = json.loads(Path(path or RESULTS_DIR / "cpu-varied-format" / FORMAT_GAIN_FILE).read_text())
-    lines = [f"What GRPO changes over the committed seeds {committed['seeds']} (after GRPO minus cold start):", ""]
-    for r in committed["sets"]:
-        lines.append(
-            f"- {r['measure']}, {r['set']} ({r['n']}): per seed {r['gains']}, mean {r['mean']:+.1f}, "
-            f"95 % t interval [{r['low']:+.1f}, {r['high']:+.1f}]"
-        )
-    return "\n".join([*lines, "", committed["reading"]])

@@ -1,8 +1,8 @@
 """The READMEs' generated blocks: numbers and tables printed from committed results files, never typed.
 
 A block sits between ``<!-- block:NAME -->`` and ``<!-- /block:NAME -->`` in one of :data:`FILES`;
-:data:`BLOCKS` says what prints each. ``python -m helpers blocks`` rewrites them in place (:func:`write`),
-``python -m helpers blocks --check`` lists the files that differ (:func:`stale`), and
+:data:`BLOCKS` says what prints each. ``python -m cpu_study blocks`` rewrites them in place (:func:`write`),
+``python -m cpu_study blocks --check`` lists the files that differ (:func:`stale`), and
 ``tests/test_blocks.py`` fails when a README and its results files disagree.
 """
 
@@ -12,7 +12,7 @@ import json
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 README = ROOT / "README.md"
 RESULTS_README = ROOT / "results" / "README.md"
@@ -117,7 +117,7 @@ def _results_make_train() -> str:
 
 
 def _seed_rows() -> list[dict]:
-    from helpers.evaluation.seeds import seed_row
+    from cpu_study.seeds import seed_row
 
     return [seed_row(_results(name)) for name in SEED_RUNS if (_results(name) / "summary.json").exists()]
 
@@ -129,7 +129,7 @@ def _make_train_reading() -> str:
 
 
 def _seeds_pooled() -> str:
-    from helpers.evaluation.seeds import SETS, pooled_sentence
+    from cpu_study.seeds import SETS, pooled_sentence
 
     rows = _seed_rows()
     if len(rows) < 2:
@@ -138,21 +138,21 @@ def _seeds_pooled() -> str:
 
 
 def _format_gain() -> str:
-    from helpers.evaluation.seeds import format_gain_text
+    from helpers.evaluation.reports import format_gain_text
 
     return format_gain_text()
 
 
 def _seeds() -> str:
-    from helpers.evaluation.seeds import seeds_table
+    from cpu_study.seeds import seeds_table
 
     rows = _seed_rows()
     return markdown(seeds_table(rows)) + "\n\n" + _seeds_pooled()
 
 
 def _sealed() -> str:
-    from helpers.evaluation.sealed_eval import SEALED_SUMMARY_FILE, sealed_rows
-    from helpers.evaluation.seeds import SETS, verdict
+    from cpu_study.sealed_eval import SEALED_SUMMARY_FILE, sealed_rows
+    from cpu_study.seeds import SETS, verdict
 
     opened = [n for n in SEED_RUNS if (_results(n) / SEALED_SUMMARY_FILE).exists()]
     if not opened:
@@ -173,8 +173,8 @@ def _sealed() -> str:
 
 def _verdict() -> str:
     """Whether the recipe's GRPO stage gains over the seeds and on the sealed set, in plain words."""
-    from helpers.evaluation.sealed_eval import SEALED_SUMMARY_FILE, sealed_rows
-    from helpers.evaluation.seeds import SETS, verdict
+    from cpu_study.sealed_eval import SEALED_SUMMARY_FILE, sealed_rows
+    from cpu_study.seeds import SETS, verdict
 
     rows = _seed_rows()
     lines = [verdict(label, [r[name] for r in rows if name in r]) for name, label in SETS.items()]
@@ -201,8 +201,8 @@ def _verdict() -> str:
 
 
 def _seed_groups() -> str:
-    """The group log of each seed (:func:`helpers.evaluation.groups.groups_table`) beside its gains."""
-    from helpers.evaluation.groups import groups_table, seeds_groups_reading
+    """The group log of each seed (:func:`cpu_study.groups.groups_table`) beside its gains."""
+    from cpu_study.groups import groups_table, seeds_groups_reading
     from helpers.evaluation.reports import GROUPS_FILE
 
     rows = {f"seed {r['seed']}": r for r in _seed_rows() if (_results(r["run"]) / GROUPS_FILE).exists()}
@@ -219,10 +219,10 @@ def _seed_groups() -> str:
 
 
 def _ablation() -> str:
-    """The committed arms of ``results/ablation`` (:mod:`helpers.evaluation.ablation`): seeds, the mean
+    """The committed arms of ``results/ablation`` (:mod:`cpu_study.ablation`): seeds, the mean
     difference against the baseline on both development sets, its interval, McNemar's p, the cost (and its
     ratio to the baseline's of the same seed)."""
-    from helpers.evaluation import ablation
+    from cpu_study import ablation
 
     try:
         runs = ablation.read_arms(_results("ablation"))
@@ -308,8 +308,8 @@ PROFILE_TEXT = {  # the profiles table's rows that are words, not settings
 
 
 def _recipes() -> str:
-    """The recipe glossary (:func:`helpers.evaluation.recipes.recipe_table`) as a table."""
-    from helpers.evaluation.recipes import recipe_table
+    """The recipe glossary (:func:`cpu_study.recipes.recipe_table`) as a table."""
+    from cpu_study.recipes import recipe_table
 
     return markdown(recipe_table().reset_index(), index=False)
 

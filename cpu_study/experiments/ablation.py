@@ -1,13 +1,13 @@
-"""The ablation of issue #39: every arm of :data:`helpers.training.arms.ARMS` with each seed, one at a time.
+"""The ablation of issue #39: every arm of :data:`cpu_study.arms.ARMS` with each seed, one at a time.
 
-Each run is ``python -m helpers ablate`` (:func:`helpers.training.arms.run_arm`) into ``outputs/ablation``;
-its light files (:data:`helpers.training.arms.LIGHT_FILES`, no adapter) and the cold start's development-set
+Each run is ``python -m cpu_study ablate`` (:func:`cpu_study.arms.run_arm`) into ``outputs/ablation``;
+its light files (:data:`cpu_study.arms.LIGHT_FILES`, no adapter) and the cold start's development-set
 outcomes are then copied to ``results/ablation/``. A run whose ``result.json`` is already in
 ``results/ablation`` is skipped, so the script resumes where it stopped; training is deterministic on one
 machine, so a rerun gives the same records. Runs are sequential (two at once would share 2 cores and
 distort the costs).
 
-    GSM8K_DIR=... python experiments/ablation.py --cold-start outputs/grpo-cpu/cold_start [--seeds 3407 1 2]
+    GSM8K_DIR=... python cpu_study/experiments/ablation.py --cold-start outputs/grpo-cpu/cold_start [--seeds 3407 1 2]
         [--arms beta no_std ...]
 """
 
@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers.training.arms import ARMS, LIGHT_FILES, RESULT_FILE, SEEDS
+from cpu_study.arms import ARMS, LIGHT_FILES, RESULT_FILE, SEEDS
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--cold-start", required=True)

@@ -7,7 +7,7 @@ start reads rows 0-39; GRPO trains on course-written problems only). Never the t
 Writes ``<out>/seed<S>/outcomes.jsonl`` (right, valid format, tokens; no text) and ``<out>/result.json``
 (per seed: valid format and right answers before and after, McNemar's exact p).
 
-    GSM8K_DIR=... python experiments/format_dev.py --out outputs/format-dev --seeds 3407 1 2
+    GSM8K_DIR=... python cpu_study/experiments/format_dev.py --out outputs/format-dev --seeds 3407 1 2
 
 docs/LOG.md has the run made with it and its verdict.
 """
@@ -39,7 +39,7 @@ out.mkdir(parents=True, exist_ok=True)
 cold_dir = args.cold or train_cold_start(CPU, out).model_dir
 dev = load_gsm8k("train").select(range(args.first, args.first + args.n))
 result = {
-    "command": "python experiments/format_dev.py "
+    "command": "python cpu_study/experiments/format_dev.py "
     + " ".join(f"--{k} {' '.join(map(str, v)) if isinstance(v, list) else v}" for k, v in vars(args).items() if v),
     "commit": git_commit(),
     "machine": machine(),

@@ -1,6 +1,6 @@
 """The four variants of notebook 07's from-scratch loop, each from `make train`'s merged cold start:
 
-    GSM8K_DIR=... python experiments/scratch_variants.py reinforce std clip kl
+    GSM8K_DIR=... python cpu_study/experiments/scratch_variants.py reinforce std clip kl
 
 `helpers.training.loop_runs.run_variant(variant, share_prompt=True)`: 20 AdamW steps of 2 prompts x 8
 completions x 96 tokens on one-operation course-written train problems, T 0.6, lr 5e-4, held-out
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from helpers.training.loop_runs import run_variant
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "results" / "scratch-variants"
 COLD_START = ROOT / "outputs" / "grpo-cpu" / "cold_start"  # `make train`'s merged cold start
 
@@ -24,5 +24,6 @@ for variant in sys.argv[1:]:
         cold_start=COLD_START,
         output_dir=OUT / variant,
         share_prompt=True,
-        command=f"python experiments/scratch_variants.py {variant}  # cold start {COLD_START.relative_to(ROOT)}",
+        command=f"python cpu_study/experiments/scratch_variants.py {variant}"
+        f"  # cold start {COLD_START.relative_to(ROOT)}",
     )

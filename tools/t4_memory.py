@@ -7,7 +7,7 @@ run (``unslothai/notebooks``, ``nb/Qwen2.5_(3B)-GRPO.ipynb``: "Loading model wei
 With ``UNSLOTH_VLLM_STANDBY=1`` vLLM takes :func:`helpers.training.engine.standby_gpu_memory_utilization`
 of the card while it generates and sleeps (its KV cache unmapped) while the trainer computes
 log-probabilities and gradients, so a step has two phases, each with its own free memory:
-:func:`t4_memory` (``python -m helpers.colab.t4_memory`` prints it; docs/t4.md quotes it).
+:func:`t4_memory` (``python -m tools.t4_memory`` prints it; docs/t4.md quotes it).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ development sets only: :func:`helpers.data.problem_sets.dev_problem_set` (in dis
 :func:`helpers.data.problem_sets.dev_transfer_set` (the transfer family), per level and per kind, with
 McNemar's exact test. Never the test or the sealed sets. Writes ``<out>/result.json`` and prints it.
 
-    GSM8K_DIR=... python experiments/grpo_recipe.py --out outputs/recipe/mix50 --mix 1:50,2:50,3:20
+    GSM8K_DIR=... python cpu_study/experiments/grpo_recipe.py --out outputs/recipe/mix50 --mix 1:50,2:50,3:20
 
 docs/LOG.md has the runs made with it and their verdicts.
 """

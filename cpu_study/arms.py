@@ -18,7 +18,7 @@ never on the test or sealed sets. :func:`run_arm` runs one arm with one seed and
 The cold start's evaluation on the development sets is the same for every arm (same model, problems and
 decoding): :func:`cold_start_outcomes` computes it once per cold start and keeps it in
 ``<root>/cold_start/`` (keyed by the model file's SHA-256, the problems and the decoding), so an arm
-costs its GRPO stage and one evaluation. ``helpers.evaluation.ablation`` reads the arms back.
+costs its GRPO stage and one evaluation. ``cpu_study.ablation`` reads the arms back.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from helpers.evaluation.reports import EFFECTIVE_CONFIG_FILE, GROUPS_FILE, METRI
 from helpers.training.profiles import CPU, Profile
 
 RESULT_FILE, OUTCOMES_FILE = "result.json", "outcomes.jsonl"
-SEEDS = (3407, 1, 2)  # the ablation's seeds (experiments/ablation.py), 3407 first: make train's
+SEEDS = (3407, 1, 2)  # the ablation's seeds (cpu_study/experiments/ablation.py), 3407 first: make train's
 LIGHT_FILES = (RESULT_FILE, OUTCOMES_FILE, METRICS_FILE, GROUPS_FILE, EFFECTIVE_CONFIG_FILE)  # without the adapter
 DEV_PROBLEMS, DEV_TRANSFER = 64, 12  # per level / per kind and range: 256 + 288 development problems
 OUTCOME_FIELDS = ("set", "index", "kind", "level", "correct", "format_valid", "tokens")
@@ -44,7 +44,7 @@ OUTCOME_FIELDS = ("set", "index", "kind", "level", "correct", "format_valid", "t
 class Arm:
     """One change to the ``cpu`` recipe. ``profile``: :class:`~helpers.training.profiles.Profile`
     settings; ``config``: ``GRPOConfig`` fields the profile has no setting for; ``rewards``: a key
-    of :data:`helpers.control_rewards.REWARD_SETS`; ``predicted``: what the theory of notebook 02
+    of :data:`cpu_study.control_rewards.ALL_REWARD_SETS`; ``predicted``: what the theory of notebook 02
     predicts, written before the arm was run."""
 
     name: str
@@ -254,14 +254,14 @@ def run_arm(arm: Arm, seed: int, cold_start, root, *, quick: bool = False, comma
         FileNotFoundError: ``cold_start`` holds no model.
         ValueError: an unknown reward set.
     """
-    from helpers.control_rewards import REWARD_SETS
+    from cpu_study.control_rewards import ALL_REWARD_SETS
     from helpers.data.problem_sets import grpo_prompts
     from helpers.evaluation.provenance import git_commit, machine
     from helpers.training.profiles import shortened
     from helpers.training.trainer import train
 
-    if arm.rewards not in REWARD_SETS:
-        raise ValueError(f"unknown reward set {arm.rewards!r}; choose one of {sorted(REWARD_SETS)}")
+    if arm.rewards not in ALL_REWARD_SETS:
+        raise ValueError(f"unknown reward set {arm.rewards!r}; choose one of {sorted(ALL_REWARD_SETS)}")
     profile = arm_profile(arm, seed)
     if quick:
         profile = shortened(profile).replace(heldout_problems=0)
@@ -275,7 +275,7 @@ def run_arm(arm: Arm, seed: int, cold_start, root, *, quick: bool = False, comma
         profile,
         output_dir=out,
         dataset=grpo_prompts(profile),
-        reward_funcs=REWARD_SETS[arm.rewards],
+        reward_funcs=ALL_REWARD_SETS[arm.rewards],
         model_path=cold_start,
         heldout=None,
         resume=False,

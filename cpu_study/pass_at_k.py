@@ -1,7 +1,7 @@
 """pass@k of a finished run: samples ``n`` completions per course-written test problem for the base
 model, the cold start and cold start + GRPO (:func:`correct_counts`, :func:`evaluate_run`), and writes
 ``pass_at_k.json`` with pass@1, 2, 4, 8 and their intervals (:func:`helpers.evaluation.stats.pass_at_k_summary`).
-``python -m helpers pass-at-k --run DIR`` runs it.
+``python -m cpu_study pass-at-k --run DIR`` runs it.
 """
 
 from __future__ import annotations

@@ -10,15 +10,15 @@ information about the answer gains less. Three controls, each taking away one th
   against *another* problem's answer (the same amount of reward for "a number in the right place",
   none for this problem's number).
 
-:data:`REWARD_SETS` names every set: these three, ``checked`` (:data:`helpers.rewards.REWARD_FUNCS`,
-the default) and ``layout`` (:data:`helpers.rewards.LAYOUT_REWARD_FUNCS`, hackable).
+:data:`CONTROL_REWARD_SETS` names these three; :data:`ALL_REWARD_SETS` adds the course's ``checked``
+(:data:`helpers.rewards.REWARD_FUNCS`, the default) and ``layout`` (hackable).
 """
 
 from __future__ import annotations
 
 import hashlib
 
-from helpers.rewards import LAYOUT_REWARD_FUNCS, REWARD_FUNCS, completion_texts, correctness_reward_func
+from helpers.rewards import REWARD_FUNCS, REWARD_SETS, completion_texts, correctness_reward_func
 
 
 def random_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list[float]:
@@ -60,10 +60,9 @@ def shuffled_correctness_reward_func(prompts=None, completions=(), answer=(), **
 FORMAT_REWARD_FUNCS = [f for f in REWARD_FUNCS if f is not correctness_reward_func]
 
 
-REWARD_SETS = {
-    "checked": REWARD_FUNCS,
-    "layout": LAYOUT_REWARD_FUNCS,
+CONTROL_REWARD_SETS = {
     "placebo": [random_reward_func],
     "format": FORMAT_REWARD_FUNCS,
     "shuffled": [*FORMAT_REWARD_FUNCS, shuffled_correctness_reward_func],
 }
+ALL_REWARD_SETS = {**REWARD_SETS, **CONTROL_REWARD_SETS}  # the course's two sets and the three controls

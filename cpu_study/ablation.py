@@ -1,4 +1,4 @@
-"""Reading the ablation back (:mod:`helpers.training.arms`): each arm against the baseline arm (the ``cpu``
+"""Reading the ablation back (:mod:`cpu_study.arms`): each arm against the baseline arm (the ``cpu``
 recipe itself), per seed and pooled, with its cost, and the forest plot of notebook 08.
 
 The unit of comparison is the **seed**: an arm and the baseline of the same seed start from the same cold
@@ -8,7 +8,7 @@ start and train on the same prompts, so their outcomes pair problem by problem. 
   the two (:func:`helpers.evaluation.stats.mcnemar_exact_p`, the problems one gets right and the other
   wrong);
 * pooled: the mean ``diff`` over the seeds with a Student-t 95 % interval
-  (:func:`helpers.evaluation.seeds.t_interval`). The seeds answer the same problems, so their discordant
+  (:func:`cpu_study.seeds.t_interval`). The seeds answer the same problems, so their discordant
   problems are not independent draws: they are not summed into one McNemar test.
 """
 
@@ -27,7 +27,7 @@ def read_arms(root) -> dict:
 
     Raises:
         FileNotFoundError: ``root`` holds no arm run."""
-    from helpers.training.arms import OUTCOMES_FILE, RESULT_FILE
+    from cpu_study.arms import OUTCOMES_FILE, RESULT_FILE
 
     root = Path(root)
     runs = {}
@@ -69,14 +69,14 @@ def per_seed(runs: dict, set_name: str = "dev"):
     the training process's peak resident memory, GiB; ``step_ratio``: its seconds a step over the
     baseline's of the same seed, which vary from seed to seed). A ``DataFrame`` with :data:`PER_SEED_COLUMNS`
     (no rows before an arm and its baseline share a seed), sorted by arm as
-    :data:`helpers.training.arms.ARMS` lists them, then seed.
+    :data:`cpu_study.arms.ARMS` lists them, then seed.
 
     Raises:
         ValueError: two runs of one seed evaluated different problems."""
     import pandas as pd
 
+    from cpu_study.arms import ARMS
     from helpers.evaluation.stats import mcnemar_exact_p
-    from helpers.training.arms import ARMS
 
     rows = []
     for (arm, seed), run in runs.items():
@@ -125,7 +125,7 @@ def pooled(runs: dict, set_name: str = "dev"):
 
     import pandas as pd
 
-    from helpers.evaluation.seeds import t_interval
+    from cpu_study.seeds import t_interval
 
     seeds = per_seed(runs, set_name)
     rows = []

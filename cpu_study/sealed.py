@@ -1,7 +1,7 @@
 """The sealed test set: drawn once, its digest committed before any model was evaluated on it, opened
-once per reference run at the end (``python -m helpers sealed``), and never used to choose a recipe.
+once per reference run at the end (``python -m cpu_study sealed``), and never used to choose a recipe.
 
-Two parts, both from the ``sealed`` split (:func:`helpers.data.problems.split_of`), so no problem shares
+Two parts, both from the ``sealed`` split (:func:`helpers.data.draws.split_of`), so no problem shares
 its kind and numbers with a training, development or test problem, reworded or not:
 
 * ``"problems"``: :data:`PER_LEVEL` problems of the ``varied`` family (the training family's wordings)
@@ -36,7 +36,7 @@ class SealedSetChanged(RuntimeError):
 
 def draw() -> dict[str, list]:
     """The sealed set as drawn by the current code: ``{"problems": [...], "transfer": [...]}``
-    (:class:`helpers.data.problems.Problem` lists), without the digest check."""
+    (:class:`helpers.data.draws.Problem` lists), without the digest check."""
     from helpers.data.problem_sets import level_problems, transfer_problems
 
     problems = level_problems(LEVELS, PER_LEVEL, split="sealed", seed=SEED, family="varied")

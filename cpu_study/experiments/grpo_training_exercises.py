@@ -5,7 +5,7 @@ tokens, T = 1.0), its 160-example cold start, seed 3407, 2 CPU cores. Each arm c
 ``baseline`` changes nothing. Writes ``<arm>/metrics.csv`` and ``summary.json`` (per arm: a few
 metrics at each of the 6 steps, and the seconds a step) into results/exercises05/.
 
-    GSM8K_DIR=... python experiments/grpo_training_exercises.py [--cold DIR]
+    GSM8K_DIR=... python cpu_study/experiments/grpo_training_exercises.py [--cold DIR]
 """
 
 import argparse
@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HERE = ROOT / "results" / "exercises05"
 sys.path.insert(0, str(ROOT))
 from helpers.data.problem_sets import grpo_prompts  # noqa: E402

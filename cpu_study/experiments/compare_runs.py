@@ -5,7 +5,7 @@ Compares two run folders (``outputs/grpo-cpu`` of two clones, say): every evalua
 but wall-clock times), the LoRA adapter's sha256, and the stage counts of ``summary.json``. Prints a
 report; exits 1 when anything but the times differs.
 
-    python experiments/compare_runs.py RUN_A RUN_B
+    python cpu_study/experiments/compare_runs.py RUN_A RUN_B
 """
 
 import csv

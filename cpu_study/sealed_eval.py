@@ -1,4 +1,4 @@
-"""Opening the sealed test set (:mod:`helpers.data.sealed`) on a finished ``make train`` run, once.
+"""Opening the sealed test set (:mod:`cpu_study.sealed`) on a finished ``make train`` run, once.
 
 :func:`open_sealed` evaluates the run's cold start (adapter off) and cold start + GRPO greedily on both
 parts of the sealed set, as the pipeline evaluates its test sets, and writes into a ``results/``
@@ -39,14 +39,14 @@ def open_sealed(run_dir, dest, profile) -> dict:
     Raises:
         AlreadyOpened: ``dest`` holds ``sealed_summary.json``.
         FileNotFoundError: the run has no adapter, or no cold start for it.
-        helpers.data.sealed.SealedSetChanged: the generator no longer draws the committed set.
+        cpu_study.sealed.SealedSetChanged: the generator no longer draws the committed set.
     """
+    from cpu_study.reference import OUTCOME_KEYS
+    from cpu_study.sealed import DIGEST, sealed_problems
     from helpers.data.problems import problems_dataset
-    from helpers.data.sealed import DIGEST, sealed_problems
     from helpers.evaluation.adapters import adapter_base, load_with_adapter
     from helpers.evaluation.before_after import decoding, evaluate_before_after
     from helpers.evaluation.provenance import git_commit
-    from helpers.evaluation.reference import OUTCOME_KEYS
     from helpers.evaluation.reports import kind_rows, problems_summary, tag_problems
 
     run_dir, dest = Path(run_dir), Path(dest)
