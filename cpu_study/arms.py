@@ -30,8 +30,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers.evaluation.reports import EFFECTIVE_CONFIG_FILE, GROUPS_FILE, METRICS_FILE
 from helpers.training.profiles import CPU, Profile
+from helpers.training.run_files import EFFECTIVE_CONFIG_FILE, GROUPS_FILE, METRICS_FILE
 
 RESULT_FILE, OUTCOMES_FILE = "result.json", "outcomes.jsonl"
 SEEDS = (3407, 1, 2)  # the ablation's seeds (cpu_study/experiments/ablation.py), 3407 first: make train's

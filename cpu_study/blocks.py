@@ -203,7 +203,7 @@ def _verdict() -> str:
 def _seed_groups() -> str:
     """The group log of each seed (:func:`cpu_study.groups.groups_table`) beside its gains."""
     from cpu_study.groups import groups_table, seeds_groups_reading
-    from helpers.evaluation.reports import GROUPS_FILE
+    from helpers.training.run_files import GROUPS_FILE
 
     rows = {f"seed {r['seed']}": r for r in _seed_rows() if (_results(r["run"]) / GROUPS_FILE).exists()}
     if not rows:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from helpers.evaluation.reports import GROUPS_FILE
+from helpers.training.run_files import GROUPS_FILE
 
 CORRECTNESS = "correctness_reward_func"
 KINDS = ("flat", "correctness", "format_only")

@@ -1,12 +1,15 @@
 """pass@k of a finished run: samples ``n`` completions per course-written test problem for the base
 model, the cold start and cold start + GRPO (:func:`correct_counts`, :func:`evaluate_run`), and writes
-``pass_at_k.json`` with pass@1, 2, 4, 8 and their intervals (:func:`helpers.evaluation.stats.pass_at_k_summary`).
+``pass_at_k.json`` with pass@1, 2, 4, 8 and their intervals (:func:`pass_at_k_summary`: Chen et al. 2021's
+unbiased estimator, :func:`pass_at_k`, with percentile bootstrap intervals, :func:`bootstrap_interval`).
 ``python -m cpu_study pass-at-k --run DIR`` runs it.
 """
 
 from __future__ import annotations
 
-from helpers.evaluation.stats import pass_at_k_summary
+import math
+import random
+from collections.abc import Sequence
 
 
 def correct_counts(
@@ -116,3 +119,63 @@ def evaluate_run(
     result = {"settings": {**settings, "problems_per_level": problems, "levels": list(levels)}, "stages": stages}
     (run_dir / PASS_AT_K_FILE).write_text(json.dumps(result, indent=2) + "\n")
     return result
+
+
+KS = (1, 2, 4, 8)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased estimate of pass@k for one problem from ``c`` correct of ``n`` samples (Chen et al.
+    2021, eq. 1), in the product form of their code (no huge binomials):
+    ``1 - prod_{i = n - c + 1}^{n} (1 - k / i)``. ``pass_at_k(8, 1, 1) = 0.125``,
+    ``pass_at_k(8, 1, 8) = 1.0``, ``pass_at_k(8, 0, 8) = 0.0``.
+
+    Raises:
+        ValueError: not ``0 <= c <= n`` or not ``1 <= k <= n``.
+    """
+    if not 0 <= c <= n:
+        raise ValueError(f"need 0 <= c <= n, got c={c}, n={n}")
+    if not 1 <= k <= n:
+        raise ValueError(f"need 1 <= k <= n, got k={k}, n={n}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
+
+
+def bootstrap_interval(
+    values: Sequence[float], level: float = 0.95, draws: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``values`` (resampled with replacement, ``draws``
+    times, from a seeded generator: the same input gives the same interval).
+
+    Raises:
+        ValueError: no values, or ``level`` outside (0, 1).
+    """
+    if not values:
+        raise ValueError("no values")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    rng = random.Random(seed)
+    n = len(values)
+    means = sorted(sum(rng.choices(values, k=n)) / n for _ in range(draws))
+    tail = (1 - level) / 2
+    return means[int(tail * (draws - 1))], means[int(math.ceil((1 - tail) * (draws - 1)))]
+
+
+def pass_at_k_summary(correct_counts: Sequence[int], n: int, ks: Sequence[int] = KS) -> dict:
+    """pass@k for every ``k`` in ``ks`` from per-problem correct counts (each of ``n`` samples):
+    ``{"n": n, "problems": P, "pass@1": {"value", "ci_low", "ci_high"}, ...}``; ``k > n`` is skipped.
+
+    Raises:
+        ValueError: no problems, or a count outside ``0..n``.
+    """
+    if not correct_counts:
+        raise ValueError("no problems")
+    summary = {"n": n, "problems": len(correct_counts)}
+    for k in ks:
+        if k > n:
+            continue
+        per_problem = [pass_at_k(n, c, k) for c in correct_counts]
+        low, high = bootstrap_interval(per_problem)
+        summary[f"pass@{k}"] = {"value": sum(per_problem) / len(per_problem), "ci_low": low, "ci_high": high}
+    return summary

@@ -14,7 +14,8 @@ import csv
 import math
 from pathlib import Path
 
-from helpers.evaluation.reports import METRICS_FILE, load_summary
+from helpers.evaluation.reports import load_summary
+from helpers.training.run_files import METRICS_FILE
 
 # Two-sided 95 % quantiles t_{0.975, df} of Student's t distribution, df = 1 .. 10 (NIST/SEMATECH
 # e-Handbook of Statistical Methods, section 1.3.6.7.2, "Critical values of the Student's t distribution").

@@ -8,8 +8,8 @@ import math
 from pathlib import Path
 
 from helpers.evaluation.plots import finish_figure, read_metrics, rolling_mean
-from helpers.evaluation.reports import METRICS_FILE
-from helpers.loop import VARIANTS
+from helpers.training.loop_runs import VARIANTS
+from helpers.training.run_files import METRICS_FILE
 
 
 def read_variant_runs(results_dir) -> tuple[dict, list]:

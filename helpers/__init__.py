@@ -15,7 +15,9 @@ The rest is machinery, one sub-package per role: ``data`` (GSM8K, course-written
 sets, prompts), ``training`` (profiles, models and their vLLM engine, TRL trainer, the main job),
 ``evaluation`` (scoring, statistics, reports, figures), ``colab`` (install cell, Drive, Hub).
 ``diagrams`` draws notebook 02's figures; ``cli`` is ``python -m helpers``. Importing this package
-does not import torch, so the notebooks' install cell can use it.
+does not import torch, so the notebooks' install cell can use it. The CPU study (recipes, seeds, the
+sealed set, controls, the ablation) is the sibling package ``cpu_study``: it imports this one, never
+the reverse.
 """
 
 __version__ = "0.1.0"

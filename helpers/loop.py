@@ -1,64 +1,31 @@
 """GRPO from scratch: the whole training loop in plain PyTorch on a PEFT LoRA policy (notebook 07).
 
-Notebook 07 writes every function from :func:`tokenize_prompts` to :func:`train_from_scratch` out in its
-cells; this module is the importable copy for the longer runs (``python -m helpers scratch``,
-``cpu_study/experiments/scratch_variants.py``). ``tests/test_loop_notebook.py`` fails when the two differ in anything
-but docstrings, comments and layout: change both together.
+Notebook 07 writes these functions out in its cells; this module is the importable copy for the longer
+runs (``python -m helpers scratch``, ``cpu_study/experiments/scratch_variants.py``). One *step* is one
+AdamW step on the LoRA, as TRL counts steps; a new batch is sampled every ``num_iterations`` steps:
+**sample** (:func:`sample_completions`: G completions per prompt, masked at the first stop token),
+**score** (:func:`score_completions`: the reward functions, called as TRL calls them), **advantages**
+(:func:`compute_advantages`), **log-probs without gradient** (:func:`prepare_batch`: the old policy when
+a batch is reused, the reference model as the adapter switched off), **loss and step**
+(:func:`compute_grpo_loss`, :func:`optimizer_step`). :func:`train_from_scratch` is the loop;
+:data:`helpers.training.loop_runs.VARIANTS` names four configs of it.
 
-One *step* is one AdamW step on the LoRA, as TRL counts steps. Every ``num_iterations`` steps a new
-batch is sampled; the steps in between reuse it (the ratio then departs from 1 and the clip matters):
-
-1. **sample** (:func:`sample_completions`): ``model.generate`` with its KV cache, G completions per
-   prompt (each prompt repeated G times), then the mask ends each completion at its first stop token;
-2. **score** (:func:`score_completions`): the reward functions, called as TRL calls them;
-3. **advantages** (:func:`compute_advantages`): reward minus the group mean, divided by the group's std
-   (``scale_std``) or not (REINFORCE with the group mean as its baseline);
-4. **log-probs without gradient** (:func:`prepare_batch`): the old policy (the weights that sampled,
-   only when ``num_iterations > 1``) and the reference model (the same PEFT model with its adapter
-   off, ``disable_adapter()``);
-5. **loss** (:func:`compute_grpo_loss`): clipped surrogate + beta x k3 KL, averaged as ``loss_type``
-   says, then backward, gradient clipping and one AdamW step (:func:`optimizer_step`).
-
-Steps 3 to 5 are written out in plain PyTorch with the operations of :mod:`helpers.grpo`
-(``group_advantages``, ``completion_logps``, ``grpo_loss``) in the same order: ``tests/test_loop.py`` checks
-them equal bit for bit. :func:`train_from_scratch` is the loop that calls them (:func:`sample_batch` for steps
-1 to 4). :data:`VARIANTS` names four configs, each the
-one before plus one piece: ``reinforce`` (group-mean baseline), ``std`` (+ the std division), ``clip``
-(+ each batch used twice, clipped), ``kl`` (+ the k3 KL to the reference).
-
-Design choices, each named (DeepSeekMath = Shao et al. 2024, §4.1 eq. 3-4; TRL = 0.22.2's GRPOTrainer):
-
-* advantages: DeepSeekMath divides by the group's std; TRL too (``scale_rewards="group"``, std + 1e-4);
-  the loop does either (``scale_std``). Rewards in float32, as TRL keeps them; a group of equal rewards
-  gets advantages of exactly 0 (TRL: 0 up to rounding).
-* old policy: DeepSeekMath's Algorithm 1 allows several steps per batch sampled with pi_old, but its
-  experiments take one (§4.2: "a single update following each exploration stage"); TRL stores the old
-  log-probs only when a batch is reused (``num_iterations > 1``), else rho = 1 (``logp.detach()``); the
-  loop does the same.
-* KL: DeepSeekMath adds beta x k3 to the loss per token (eq. 4), TRL too, and so does the loop, which
-  also computes the reference log-probs when beta = 0, to log the KL (TRL then skips that pass).
-* normaliser: DeepSeekMath 1/|o_i| per completion (``"grpo"``); TRL's default is ``"dapo"``; the loop
-  takes ``loss_type`` from the config (default ``"grpo"``, as the course's profiles).
-* positions: the log-prob passes read ``[prompt, completion]`` without position ids, so a left-padded
-  row's positions are its column numbers, as TRL computes them (``generate`` counts from the first
-  real token; with prompts of one length there is no difference).
-* optimizer: torch's AdamW on the LoRA parameters, weight decay on all of them, the gradient clipped to
-  ``max_grad_norm`` first, constant learning rate: what TRL's Trainer does with ``optim="adamw_torch"``
-  and ``lr_scheduler_type="constant"``. :mod:`helpers.training.trl_check` checks the LoRA after one step
-  equal to TRL's on the same completions.
-* rollouts: plain ``generate`` (none of the savings of :mod:`helpers.training.fast_rollouts`); the
-  log-prob pass is a parameter (``logps``), so a caller can share each group's prompt pass
-  (:func:`helpers.training.fast_rollouts.shared_batch_logps`: the same values and gradients).
-
-The course's data, held-out evaluation and files come from :mod:`helpers.training.loop_runs`; this
-module imports none of the machinery.
+``tests/test_loop_notebook.py`` fails when a function here and the notebook's differ in anything but
+docstrings, comments and layout, except :func:`compute_advantages` and :func:`compute_grpo_loss`: these
+call :mod:`helpers.grpo`, where the notebook writes them out line by line (the lesson), and the test
+checks the two equal bit for bit. The design choices are named against DeepSeekMath (Shao et al. 2024,
+§4.1 eq. 3-4) and TRL 0.22.2 in the notebook, beside each function; :mod:`helpers.training.trl_check`
+checks one step equal to TRL's on the same completions. The log-prob pass is a parameter (``logps``),
+e.g. :func:`helpers.training.fast_rollouts.shared_batch_logps` (one prompt pass per group). The course's
+data, held-out evaluation and files come from :mod:`helpers.training.loop_runs`; this module imports
+none of the machinery.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -75,15 +42,6 @@ METRIC_COLUMNS = ("step", "rollout", "reward", "reward_std", "frac_reward_zero_s
                   "completions/max_length", "completions/clipped_ratio", "grad_norm", "loss", *TIME_PARTS,
                   "step_time_s", "heldout/accuracy", "heldout/accuracy_format_free", "heldout/seconds")
 # fmt: on
-
-
-# The pieces added one at a time: each variant is the one before plus one change.
-VARIANTS = {
-    "reinforce": dict(scale_std=False, num_iterations=1, beta=0.0),  # group-mean baseline, rho = 1, no KL
-    "std": dict(scale_std=True, num_iterations=1, beta=0.0),  # + GRPO's std division
-    "clip": dict(scale_std=True, num_iterations=2, epsilon=0.2, beta=0.0),  # + each batch used twice, clipped
-    "kl": dict(scale_std=True, num_iterations=2, epsilon=0.2, beta=0.04),  # + k3 KL to the reference
-}
 
 
 @dataclass(frozen=True)
@@ -141,31 +99,6 @@ class LoopConfig:
     def rollouts(self) -> int:
         """Sampled batches in the run: one every ``num_iterations`` steps."""
         return math.ceil(self.steps / self.num_iterations)
-
-
-def variant_config(variant: str, **overrides) -> LoopConfig:
-    """The config of a named variant (:data:`VARIANTS`) with ``overrides`` (e.g. ``steps=2``).
-
-    Raises:
-        ValueError: unknown variant, or a bad value (:class:`LoopConfig`).
-    """
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown variant {variant!r}; choose one of {list(VARIANTS)}")
-    return LoopConfig(**{"variant": variant, **VARIANTS[variant], **overrides})
-
-
-def quick(config: LoopConfig) -> LoopConfig:
-    """Smoke size (CI, ``--quick``): 2 steps of 1 prompt x 4 completions x 24 tokens, 4 held-out problems
-    after every step. It checks that the loop runs, not that it learns."""
-    return replace(
-        config,
-        steps=2,
-        prompts_per_step=1,
-        num_generations=4,
-        max_new_tokens=24,
-        heldout_problems=min(config.heldout_problems, 4),
-        heldout_every=1,
-    )
 
 
 @dataclass
@@ -284,22 +217,15 @@ def score_completions(reward_funcs, rows, completions, completion_ids, completio
 # --------------------------------------------------------------------------------------- 3. advantages
 def compute_advantages(rewards, config):
     """``(B,)`` group-relative advantages from ``(B, F)`` rewards (their ``nansum`` is a completion's reward):
-    reward minus its group's mean, divided by the group's std + 1e-4 when ``config.scale_std`` (GRPO; the std
-    with divisor G - 1, as TRL's ``scale_rewards="group"``), else not (REINFORCE with the group mean as its
-    baseline). A group of equal rewards gets exactly 0. The same numbers as
-    :func:`helpers.grpo.group_advantages` (``tests/test_loop.py`` checks them bit for bit).
+    :func:`helpers.grpo.group_advantages` with ``scale="group"`` when ``config.scale_std`` (GRPO), else
+    ``"none"`` (REINFORCE with the group mean as its baseline). Notebook 07 writes the same numbers out
+    line by line (``tests/test_loop_notebook.py`` checks them equal bit for bit).
 
     Raises:
         ValueError: an infinite reward (it would make its whole group's advantages NaN).
     """
-    grouped = rewards.nansum(1).view(-1, config.num_generations)  # (prompts, G): a group per row
-    if not torch.isfinite(grouped).all():
-        raise ValueError("a reward is infinite: its group's advantages would be NaN")
-    advantages = grouped - grouped.mean(1, keepdim=True)  # the group mean is the baseline
-    if config.scale_std:  # GRPO: divide by the group's std (divisor G - 1), plus 1e-4 as TRL
-        advantages = advantages / (grouped.std(1, keepdim=True) + 1e-4)
-    all_equal = (grouped == grouped[:, :1]).all(1, keepdim=True)  # (prompts, 1): a group that teaches nothing
-    return torch.where(all_equal, 0.0, advantages).flatten()  # (B,)
+    scale = "group" if config.scale_std else "none"
+    return grpo.group_advantages(rewards.nansum(1), config.num_generations, scale)
 
 
 # --------------------------------------------------------------------- 4. log-probs: old, reference
@@ -344,54 +270,25 @@ def prepare_batch(
 
 # ------------------------------------------------------------------------------------ 5. loss and step
 def compute_grpo_loss(policy_logps, batch, config):
-    """The GRPO loss of a batch and its statistics: per token -min(rho A, clip(rho, 1 - eps, 1 + eps) A) +
-    beta x k3 (DeepSeekMath eq. 3 and 4), averaged as ``config.loss_type`` says (``"grpo"``: 1/|o_i| per
-    completion, then the mean). The same numbers as :func:`helpers.grpo.grpo_loss` (``tests/test_loop.py``
-    checks them bit for bit); ``old_logps`` None means rho = 1 (``logp.detach()``).
+    """The GRPO loss of a batch and its statistics: :func:`helpers.grpo.grpo_loss`, per token
+    -min(rho A, clip(rho, 1 - eps, 1 + eps) A) + beta x k3 (DeepSeekMath eq. 3 and 4), averaged as
+    ``config.loss_type`` says; ``old_logps`` None means rho = 1 (``logp.detach()``). Notebook 07 writes the
+    same numbers out line by line (``tests/test_loop_notebook.py`` checks them equal bit for bit).
 
     Returns:
-        ``(loss, stats)``: a 0-d tensor, and :func:`loss_stats`.
+        ``(loss, stats)``: a 0-d tensor, and the token means TRL logs (``kl``, ``clip_ratio/*``, ``ratio_mean``).
     """
-    real = batch.completion_mask.bool()  # (B, T)
-    logp = policy_logps.where(real, 0.0)  # (B, T) log pi_theta, with gradients; padding set to 0
-    old = logp.detach() if batch.old_logps is None else batch.old_logps.where(real, 0.0)  # log pi_old
-    ratio = torch.exp(logp - old)  # (B, T) rho: exactly 1 in value on a fresh batch
-    advantages = batch.advantages[:, None]  # (B, 1): every token of o_i gets A_i
-    clipped = ratio.clamp(1 - config.epsilon, 1 + config.epsilon)
-    per_token = -torch.min(ratio * advantages, clipped * advantages)  # (B, T) the clipped surrogate, negated
-    k3 = None
-    if batch.ref_logps is not None:
-        log_ratio = (batch.ref_logps.where(real, 0.0) - logp).clamp(max=grpo.MAX_LOG_RATIO)  # log pi_ref - log pi
-        k3 = (torch.expm1(log_ratio) - log_ratio).clamp(min=0.0)  # e^r - r - 1 >= 0
-        if config.beta > 0:
-            per_token = per_token + config.beta * k3
-    mask = batch.completion_mask.to(per_token.dtype)
-    if config.loss_type == "grpo":  # 1/|o_i| per completion, then the mean over the batch
-        loss = ((per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).mean()
-    else:  # dr_grpo, bnpo, dapo (notebook 02)
-        loss = grpo.aggregate_loss(per_token, batch.completion_mask, config.loss_type, config.max_new_tokens)
-    return loss, loss_stats(ratio, k3, batch, config)
-
-
-def loss_stats(ratio, k3, batch, config):
-    """Token means, named as TRL logs them: ``kl`` (k3; NaN without reference log-probs), ``clip_ratio/low_mean``
-    (rho < 1 - eps with A < 0), ``clip_ratio/high_mean`` (rho > 1 + eps with A > 0), ``clip_ratio/region_mean``
-    (either: these tokens get no gradient) and ``ratio_mean``."""
-    real = batch.completion_mask.bool()
-    advantages = batch.advantages[:, None]
-    low = (ratio < 1 - config.epsilon) & (advantages < 0)
-    high = (ratio > 1 + config.epsilon) & (advantages > 0)
-
-    def token_mean(x):
-        return ((x.detach().to(ratio.dtype) * real).sum() / real.sum().clamp(min=1)).item()
-
-    return {
-        "kl": float("nan") if k3 is None else token_mean(k3),
-        "clip_ratio/low_mean": token_mean(low),
-        "clip_ratio/high_mean": token_mean(high),
-        "clip_ratio/region_mean": token_mean(low | high),
-        "ratio_mean": token_mean(ratio),
-    }
+    return grpo.grpo_loss(
+        policy_logps,
+        batch.old_logps,
+        batch.ref_logps,
+        batch.advantages,
+        batch.completion_mask,
+        beta=config.beta,
+        epsilon_low=config.epsilon,
+        loss_type=config.loss_type,
+        max_completion_length=config.max_new_tokens,
+    )
 
 
 def make_optimizer(model, config):

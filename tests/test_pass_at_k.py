@@ -6,8 +6,7 @@ from itertools import combinations
 
 import pytest
 
-from cpu_study.pass_at_k import correct_counts
-from helpers.evaluation.stats import bootstrap_interval, pass_at_k, pass_at_k_summary
+from cpu_study.pass_at_k import bootstrap_interval, correct_counts, pass_at_k, pass_at_k_summary
 
 
 @pytest.mark.parametrize("n,c,k", [(8, 0, 1), (8, 1, 1), (8, 3, 2), (8, 3, 4), (8, 5, 4), (8, 8, 8), (5, 2, 3)])

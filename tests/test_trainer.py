@@ -4,10 +4,10 @@ import json
 import pytest
 
 from helpers.data.gsm8k import load_gsm8k
-from helpers.evaluation.reports import GROUPS_FILE
 from helpers.rewards import REWARD_FUNCS
 from helpers.training.models import load_model
 from helpers.training.profiles import PROFILES
+from helpers.training.run_files import GROUPS_FILE
 from helpers.training.trainer import train
 
 

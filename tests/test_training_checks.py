@@ -123,7 +123,8 @@ def test_train_checks_shows_and_keeps_the_effective_config(tiny_model_dir, tmp_p
     from helpers.training.callbacks import TruncationGuard
     from helpers.training.checks import ConfigRewriteError
     from helpers.training.models import load_model
-    from helpers.training.trainer import EFFECTIVE_CONFIG_FILE, train
+    from helpers.training.run_files import EFFECTIVE_CONFIG_FILE
+    from helpers.training.trainer import train
 
     profile = CPU.replace(max_completion_length=8, per_device_train_batch_size=16)  # 2 prompts x 8
     model, tokenizer = load_model(profile, tiny_model_dir)

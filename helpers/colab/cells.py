@@ -36,7 +36,7 @@ CPU_NOTEBOOKS = (
     "02_grpo_loss_and_kl_by_hand.ipynb",
     "03_gsm8k_and_rewards.ipynb",
     "07_grpo_from_scratch.ipynb",
-    "08_what_each_knob_does.ipynb",
+    "08_what_the_cpu_runs_show.ipynb",
 )  # no GPU used
 
 

@@ -16,7 +16,6 @@ kinds it has not (:data:`helpers.data.transfer.IN_TRAINING`), at numbers up to e
 
 from __future__ import annotations
 
-from helpers.data.problems import make_problems
 from helpers.training.profiles import Profile
 
 EVAL_SEED, HELDOUT_SEED = 0, 1  # make train's test problems and the training curve's: draws of their own
@@ -66,6 +65,8 @@ def grpo_prompts(profile: Profile):
 def level_problems(levels, n: int, *, split: str, seed: int, family: str = "varied") -> list:
     """``n`` problems of each ``(ops, max_number)`` level in ``levels``, in that order
     (:func:`helpers.data.problems.make_problems`), no question twice."""
+    from helpers.data.problems import make_problems  # the CPU stand-in's problems: a T4 run never imports them
+
     problems = []
     for ops, top in levels:
         taken = {p.question for p in problems}

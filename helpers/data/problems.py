@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import random
 
-from helpers.data import templates_fixed, templates_varied
 from helpers.data.draws import SPLITS, Problem, draw_distinct
 
 FAMILIES = ("varied", "fixed")
@@ -45,7 +44,13 @@ KINDS = {
 }
 
 
-_TEMPLATES = {"varied": templates_varied.TEMPLATES, "fixed": templates_fixed.TEMPLATES}
+def _templates(family: str) -> dict:
+    """The family's templates (kind -> template function); each family's module is imported when first drawn."""
+    if family == "fixed":
+        from helpers.data.templates_fixed import TEMPLATES
+    else:
+        from helpers.data.templates_varied import TEMPLATES
+    return TEMPLATES
 
 
 def make_problems(
@@ -95,7 +100,7 @@ def make_problems(
         raise ValueError(f"kinds {unknown} are not {ops}-operation kinds {KINDS[ops]}")
     salt = "grpo-course problems" if family == "fixed" else "grpo-course varied problems"
     rng = random.Random(f"{salt}|{ops}|{max_number}|{split}|{seed}|{','.join(kinds)}")
-    return draw_distinct(n, rng, _TEMPLATES[family], kinds, max_number, split, family, ops, exclude)
+    return draw_distinct(n, rng, _templates(family), kinds, max_number, split, family, ops, exclude)
 
 
 def problems_dataset(problems, system_prompt: str | None = None):

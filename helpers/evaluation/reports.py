@@ -24,10 +24,7 @@ RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"  # the committed r
 
 
 SUMMARY_FILE = "summary.json"
-METRICS_FILE = "metrics.csv"  # one row per GRPO step (trainer and loop alike)
-GROUPS_FILE = "groups.jsonl"  # one row per GRPO group (helpers.training.callbacks.GroupLog)
 FORMAT_GAIN_FILE = "format_gain.json"  # results/cpu-varied-format/: the main job's claim over seeds
-EFFECTIVE_CONFIG_FILE = "effective_config.json"  # the trainer's settings after TRL's and Unsloth's rewrites
 
 
 RECORDS_FILE = "eval_records.jsonl"

@@ -1,7 +1,8 @@
 """Runs of the from-scratch loop (:mod:`helpers.loop`) on the course's data: its prompts and held-out
 problems, the policy loaded from a cold start, and the files a run writes (``metrics.csv``,
 ``summary.json``). ``python -m helpers scratch`` runs it; notebook 07 takes its prompts and held-out
-problems from here, and reads the benchmark that timed the loop (:func:`bench_tables`)."""
+problems from here, its four variants (:data:`VARIANTS`, :func:`variant_config`, :func:`quick` for smoke
+size), and reads the benchmark that timed the loop (:func:`bench_tables`)."""
 
 from __future__ import annotations
 
@@ -16,21 +17,54 @@ import torch
 from helpers.data.curriculum import Phase, curriculum_dataset
 from helpers.data.problem_sets import heldout_problems
 from helpers.evaluation.provenance import git_commit, machine
-from helpers.evaluation.reports import METRICS_FILE, SUMMARY_FILE
+from helpers.evaluation.reports import SUMMARY_FILE
 from helpers.loop import (
     METRIC_COLUMNS,
     TIME_PARTS,
     LoopConfig,
     LoopRun,
     batch_logps,
-    quick,
     train_from_scratch,
-    variant_config,
 )
 from helpers.training.callbacks import HeldoutAccuracy
 from helpers.training.fast_rollouts import shared_batch_logps
 from helpers.training.models import load_model
 from helpers.training.profiles import CPU
+from helpers.training.run_files import METRICS_FILE
+
+# The pieces added one at a time: each variant is the one before plus one change.
+VARIANTS = {
+    "reinforce": dict(scale_std=False, num_iterations=1, beta=0.0),  # group-mean baseline, rho = 1, no KL
+    "std": dict(scale_std=True, num_iterations=1, beta=0.0),  # + GRPO's std division
+    "clip": dict(scale_std=True, num_iterations=2, epsilon=0.2, beta=0.0),  # + each batch used twice, clipped
+    "kl": dict(scale_std=True, num_iterations=2, epsilon=0.2, beta=0.04),  # + k3 KL to the reference
+}
+
+
+def variant_config(variant: str, **overrides) -> LoopConfig:
+    """The config of a named variant (:data:`VARIANTS`) with ``overrides`` (e.g. ``steps=2``).
+
+    Raises:
+        ValueError: unknown variant, or a bad value (:class:`LoopConfig`).
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; choose one of {list(VARIANTS)}")
+    return LoopConfig(**{"variant": variant, **VARIANTS[variant], **overrides})
+
+
+def quick(config: LoopConfig) -> LoopConfig:
+    """Smoke size (CI, ``--quick``): 2 steps of 1 prompt x 4 completions x 24 tokens, 4 held-out problems
+    after every step. It checks that the loop runs, not that it learns."""
+    return replace(
+        config,
+        steps=2,
+        prompts_per_step=1,
+        num_generations=4,
+        max_new_tokens=24,
+        heldout_problems=min(config.heldout_problems, 4),
+        heldout_every=1,
+    )
+
 
 LOOP_FAMILY = "fixed"  # the loop's problems: the family its committed runs (results/scratch-variants) used
 
@@ -161,7 +195,7 @@ def run_variant(
     **overrides,
 ) -> LoopRun:
     """Load the policy (the merged cold start ``cold_start``, else SmolLM2-135M-Instruct; fp32, the cpu
-    profile's LoRA) and :func:`run_loop` one variant (:data:`helpers.loop.VARIANTS`); what
+    profile's LoRA) and :func:`run_loop` one variant (:data:`VARIANTS`); what
     ``python -m helpers scratch`` runs. Files go to ``output_dir`` (default ``outputs/scratch-<variant>``).
 
     Raises:

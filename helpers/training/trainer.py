@@ -37,12 +37,11 @@ from pathlib import Path
 import torch
 from trl import GRPOTrainer
 
-from helpers.evaluation.reports import EFFECTIVE_CONFIG_FILE, GROUPS_FILE, METRICS_FILE
 from helpers.training.callbacks import GroupLog, MetricsCSV, TruncationGuard, quiet_progress
 from helpers.training.checkpoints import checkpoint_step, last_checkpoint
 from helpers.training.checks import check_config, format_config, one_value_per_completion
-from helpers.training.fast_rollouts import MergedPolicy, merged_generate, shared_prompt_logps
 from helpers.training.profiles import Profile, get_profile
+from helpers.training.run_files import EFFECTIVE_CONFIG_FILE, GROUPS_FILE, METRICS_FILE
 
 ADAPTER_DIR = "lora_adapter"
 CURVES_FILE = "training_curves.png"
@@ -332,6 +331,8 @@ class CourseGRPOTrainer(GRPOTrainer):
         super().__init__(*args, **kwargs)
         policy = self.accelerator.unwrap_model(self.model)
         try:
+            from helpers.training.fast_rollouts import MergedPolicy  # CPU only: a T4 run never imports it
+
             self._merged = MergedPolicy(policy) if not self.use_vllm else None
         except ValueError:
             self._merged = None
@@ -339,6 +340,8 @@ class CourseGRPOTrainer(GRPOTrainer):
     def _generate_and_score_completions(self, inputs):
         if self._merged is None:
             return super()._generate_and_score_completions(inputs)
+        from helpers.training.fast_rollouts import merged_generate
+
         with merged_generate(self.accelerator.unwrap_model(self.model), self._merged):
             return super()._generate_and_score_completions(inputs)
 
@@ -369,6 +372,8 @@ class CourseGRPOTrainer(GRPOTrainer):
                 pixel_attention_mask,
                 image_sizes,
             )
+        from helpers.training.fast_rollouts import shared_prompt_logps
+
         return shared_prompt_logps(model, input_ids, attention_mask, logits_to_keep, self.temperature, compute_entropy)
 
     def _compute_loss(self, model, inputs):
