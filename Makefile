@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed
 GSM8K_DIR ?= $(wildcard $(abspath ../shared/data/gsm8k))
 export GSM8K_DIR
 
-.PHONY: venv train test lint format unit notebooks sync-notebooks clean
+.PHONY: venv train test lint format unit notebooks executed sync-notebooks clean
 
 venv: $(STAMP)
 
@@ -41,7 +41,10 @@ unit: venv
 	$(BIN)/python -m pytest tests
 
 notebooks: venv
-	GRPO_QUICK=1 $(BIN)/python -m pytest --nbmake --nbmake-timeout=1800 notebooks
+	GRPO_QUICK=1 $(BIN)/python -m pytest --nbmake --nbmake-timeout=1800 notebooks/*.ipynb
+
+executed: venv  # notebooks/executed/: every notebook run on this CPU at the size it defaults to, outputs kept
+	HF_HUB_OFFLINE=1 $(BIN)/python tools/execute_notebooks.py notebooks/*.ipynb --out notebooks/executed
 
 sync-notebooks: venv
 	$(BIN)/python -m helpers sync-notebooks

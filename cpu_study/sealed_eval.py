@@ -96,18 +96,6 @@ def sealed_rows(summary: dict) -> list[dict]:
     """One row per part of a sealed summary (:func:`open_sealed`), counts of problems:
     ``{"part", "n", "cold_start", "grpo", "gained", "lost", "p"}``, ``p`` McNemar's exact p between
     the cold start and cold start + GRPO (:func:`helpers.evaluation.stats.mcnemar`)."""
-    rows = []
-    for name, part in summary["parts"].items():
-        stages, test = part["stages"], part["mcnemar_start_vs_grpo"]["all"]["correct"]
-        rows.append(
-            {
-                "part": name,
-                "n": test["n"],
-                "cold_start": round(stages["cold_start"]["all"]["accuracy"] * test["n"]),
-                "grpo": round(stages["grpo"]["all"]["accuracy"] * test["n"]),
-                "gained": test["lora_only"],
-                "lost": test["base_only"],
-                "p": test["p_value"],
-            }
-        )
-    return rows
+    from helpers.evaluation.reports import start_vs_grpo
+
+    return [{"part": name, **start_vs_grpo(part)} for name, part in summary["parts"].items()]

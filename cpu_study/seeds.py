@@ -14,7 +14,7 @@ import csv
 import math
 from pathlib import Path
 
-from helpers.evaluation.reports import load_summary
+from helpers.evaluation.reports import load_summary, start_vs_grpo
 from helpers.training.run_files import METRICS_FILE
 
 # Two-sided 95 % quantiles t_{0.975, df} of Student's t distribution, df = 1 .. 10 (NIST/SEMATECH
@@ -70,16 +70,7 @@ def seed_row(run_dir, alpha: float = 0.05) -> dict:
     for name in SETS:
         if name not in summary:
             continue
-        test = summary[name]["mcnemar_start_vs_grpo"]["all"]["correct"]
-        stages = summary[name]["stages"]
-        row[name] = {
-            "n": test["n"],
-            "cold_start": round(stages["cold_start"]["all"]["accuracy"] * test["n"]),
-            "grpo": round(stages["grpo"]["all"]["accuracy"] * test["n"]),
-            "gained": test["lora_only"],
-            "lost": test["base_only"],
-            "p": test["p_value"],
-        }
+        row[name] = start_vs_grpo(summary[name])
     row["kinds_lost"] = [
         f"{name}/{k['kind']}"
         for name, kinds in summary.get("kinds", {}).items()

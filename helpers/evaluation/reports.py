@@ -337,6 +337,21 @@ def problems_table(problems: dict):
     return frame
 
 
+def start_vs_grpo(part: dict) -> dict:
+    """The cold start against cold start + GRPO on one problem set of a summary (``summary["problems"]``,
+    ``summary["transfer"]``, a sealed part), in problems: ``{"n", "cold_start", "grpo", "gained", "lost",
+    "p"}``, ``p`` McNemar's exact p (:func:`helpers.evaluation.stats.mcnemar`)."""
+    test, stages = part["mcnemar_start_vs_grpo"]["all"]["correct"], part["stages"]
+    return {
+        "n": test["n"],
+        "cold_start": round(stages["cold_start"]["all"]["accuracy"] * test["n"]),
+        "grpo": round(stages["grpo"]["all"]["accuracy"] * test["n"]),
+        "gained": test["lora_only"],
+        "lost": test["base_only"],
+        "p": test["p_value"],
+    }
+
+
 def gain_reading(summary: dict, alpha: float = 0.05) -> str:
     """What a run's GRPO changed, in sentences printed from its ``summary.json``: cold start -> cold
     start + GRPO with McNemar's p on the course-written test problems (``problems``) and, when the run
@@ -346,12 +361,10 @@ def gain_reading(summary: dict, alpha: float = 0.05) -> str:
     for name, label in (("problems", "In distribution"), ("transfer", "On the transfer problems")):
         if name not in summary:
             continue
-        test = summary[name]["mcnemar_start_vs_grpo"]["all"]["correct"]
-        stages = summary[name]["stages"]
-        cold, grpo = (round(stages[k]["all"]["accuracy"] * test["n"]) for k in ("cold_start", "grpo"))
+        row = start_vs_grpo(summary[name])
         lines.append(
-            f"{label} GRPO went {cold} -> {grpo} of {test['n']} (McNemar p = {test['p_value']:.2g}: "
-            f"{test['lora_only']} gained, {test['base_only']} lost)."
+            f"{label} GRPO went {row['cold_start']} -> {row['grpo']} of {row['n']} (McNemar p = {row['p']:.2g}: "
+            f"{row['gained']} gained, {row['lost']} lost)."
         )
     moved = [
         f"`{k['kind']}` ({name}) {k['cold_start']} -> {k['grpo']} of {k['n']}, p = {k['p']:.2g}"

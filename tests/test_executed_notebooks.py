@@ -1,0 +1,58 @@
+"""notebooks/executed/ holds every notebook run with its outputs (``make executed``): a learner browsing the
+repository sees the figures before running anything. These tests fail when a copy is missing, when its
+cells differ from its notebook's (the copy is stale: run ``make executed``), or when it has no output."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+EXECUTED = ROOT / "notebooks" / "executed"
+sys.path.insert(0, str(ROOT / "tools"))
+
+from execute_notebooks import HEADER_ID  # noqa: E402
+
+
+def cells_of(path: Path) -> list[tuple[str, str]]:
+    """``(cell type, source)`` of every cell but the executed copy's header."""
+    cells = json.loads(path.read_text())["cells"]
+    return [(c["cell_type"], "".join(c["source"])) for c in cells if c.get("id") != HEADER_ID]
+
+
+def stale(notebook: Path, copy: Path) -> list[str]:
+    """What differs between a notebook and its executed copy: ``"missing"``, or the cells that differ."""
+    if not copy.exists():
+        return ["missing"]
+    mine, theirs = cells_of(notebook), cells_of(copy)
+    if len(mine) != len(theirs):
+        return [f"{len(theirs)} cells in the copy, {len(mine)} in the notebook"]
+    return [f"cell {i} differs" for i, (a, b) in enumerate(zip(mine, theirs)) if a != b]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_executed_copy_has_the_notebooks_cells(notebook):
+    assert stale(notebook, EXECUTED / notebook.name) == [], "run `make executed`"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_executed_copy_says_where_it_ran_and_shows_outputs(notebook):
+    cells = json.loads((EXECUTED / notebook.name).read_text())["cells"]
+    assert cells[0]["id"] == HEADER_ID and "MIT licence" in "".join(cells[0]["source"])
+    outputs = [o for c in cells if c["cell_type"] == "code" for o in c["outputs"]]
+    assert outputs and not any(o.get("output_type") == "error" for o in outputs)
+    sources = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    if "plt.show()" in sources or "plot_" in sources:  # a notebook that draws shows its figures
+        assert any("image/png" in o.get("data", {}) for o in outputs)
+
+
+def test_the_check_catches_an_edited_cell(tmp_path):
+    notebook = NOTEBOOKS[0]
+    copy = tmp_path / notebook.name
+    data = json.loads(notebook.read_text())
+    code = next(c for c in data["cells"] if c["cell_type"] == "code")
+    code["source"] = ["print('edited')\n"]
+    copy.write_text(json.dumps(data))
+    assert stale(notebook, copy) and stale(notebook, tmp_path / "none.ipynb") == ["missing"]
