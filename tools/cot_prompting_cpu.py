@@ -26,7 +26,7 @@ interval, answer_rate, mean_tokens, seconds, the per-problem outcomes (``"0110..
 
 Run (repository root, 2 CPU cores; about 9 minutes at the default size, 50 problems: :data:`PER_LEVEL`):
 
-    python tools/cot_prompting_cpu.py
+    GSM8K_DIR=../shared/data/gsm8k python tools/cot_prompting_cpu.py
     OMP_NUM_THREADS=1 python tools/cot_prompting_cpu.py --smoke --out /tmp/cot-smoke   # 2 problems, tiny budgets
 """
 
@@ -194,6 +194,11 @@ def main(argv=None) -> dict:
     parser.add_argument("--smoke", action="store_true", help="2 problems, tiny budgets: checks the script only")
     args = parser.parse_args(argv)
     argv = sys.argv[1:] if argv is None else list(argv)
+    data_dir = os.environ.get("GSM8K_DIR")
+    if not args.smoke and not (data_dir and (Path(data_dir) / "train.jsonl").exists()):
+        # the few-shot examples are GSM8K train rows; without the data the loader would use the course's
+        # embedded sample instead, and the file would not measure what it says
+        raise SystemExit("set GSM8K_DIR to a folder with GSM8K's train.jsonl (the few-shot examples come from it)")
 
     from helpers.training.models import import_backend, load_model
     from helpers.training.profiles import CPU
@@ -215,6 +220,7 @@ def main(argv=None) -> dict:
         "machine": machine(),
         "threads": os.environ.get("OMP_NUM_THREADS"),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "few_shot_source": "GSM8K train (GSM8K_DIR)" if data_dir else "the embedded sample (smoke run)",
         "model": CPU.model_id,
         "profile": CPU.name,
         "draw": draw,

@@ -34,7 +34,7 @@ for seed in args.seeds:
         if done.exists():
             print(f"{arm}, seed {seed}: in {done.parent}, skipped", flush=True)
             continue
-        command = [sys.executable, "-m", "helpers", "ablate", "--arm", arm, "--seed", str(seed)]
+        command = [sys.executable, "-m", "cpu_study", "ablate", "--arm", arm, "--seed", str(seed)]
         command += ["--cold-start", args.cold_start, "--root", str(work)]
         print(" ".join(command), flush=True)
         subprocess.run(command, check=True)
