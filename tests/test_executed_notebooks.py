@@ -13,7 +13,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 EXECUTED = ROOT / "notebooks" / "executed"
 sys.path.insert(0, str(ROOT / "tools"))
 
-from execute_notebooks import HEADER_ID  # noqa: E402
+from execute_notebooks import HEADER_ID, REDACTED, redact, solution_lines  # noqa: E402
 
 
 def cells_of(path: Path) -> list[tuple[str, str]]:
@@ -56,3 +56,31 @@ def test_the_check_catches_an_edited_cell(tmp_path):
     code["source"] = ["print('edited')\n"]
     copy.write_text(json.dumps(data))
     assert stale(notebook, copy) and stale(notebook, tmp_path / "none.ipynb") == ["missing"]
+
+
+def test_a_gsm8k_solution_line_is_redacted_and_the_rest_kept(tmp_path):
+    data = tmp_path / "gsm8k"
+    data.mkdir()
+    answer = "Natalie bought 48/2 = <<48/2=24>>24 clips in May for the fair.\nShort line.\n#### 24"
+    for split in ("train", "test"):
+        (data / f"{split}.jsonl").write_text(json.dumps({"question": "Q?", "answer": answer}) + "\n")
+    lines = solution_lines(data)
+    assert lines == {"Natalie bought 48/2 = 24 clips in May for the fair."}
+    text = "Q?\nNatalie bought 48/2 = 24 clips in May for the fair.\nShort line.\nthe model's own words"
+    assert redact(text, lines) == f"Q?\n{REDACTED}\nShort line.\nthe model's own words"
+    table = "<td>Natalie bought 48/2 = &lt;&lt;48/2=24&gt;&gt;24 clips in May for the fair.</td>"
+    assert redact(table, lines) == REDACTED  # a pandas HTML cell, escaped
+    assert solution_lines(tmp_path / "nowhere") == set()
+
+
+@pytest.mark.skipif(not solution_lines(), reason="GSM8K_DIR is not set: the solutions to look for are not here")
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_gsm8k_solution_line_in_an_executed_copy(notebook):
+    lines = solution_lines()
+    cells = json.loads((EXECUTED / notebook.name).read_text())["cells"]
+    for cell in cells:
+        for output in cell.get("outputs", []):
+            texts = [output.get("text", "")] + [output.get("data", {}).get(k, "") for k in ("text/plain", "text/html")]
+            for text in texts:
+                text = text if isinstance(text, str) else "".join(text)
+                assert redact(text, lines) == text, "a GSM8K solution line: run `make executed`"

@@ -12,6 +12,10 @@ others still run. ``tests/test_executed_notebooks.py`` fails when a copy's cells
 from __future__ import annotations
 
 import argparse
+import html
+import json
+import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -21,12 +25,60 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 HEADER_ID = "executed-copy"  # the id of the cell this tool puts first in every copy
+REDACTED = "[a line of a GSM8K solution: not kept in the executed copy]"
+MIN_LINE = 25  # characters: shorter solution lines ("#### 18", "18 + 4 = 22") say nothing of GSM8K's text
+_CALC = re.compile(r"<<[^>]*>>")
+_TAG = re.compile(r"<[^<>]+>")
+
+
+def _plain(line: str) -> str:
+    """A line as text: HTML entities decoded, GSM8K's calculator annotations and HTML tags removed, stripped."""
+    return _TAG.sub("", _CALC.sub("", html.unescape(line))).strip()
+
+
+def solution_lines(data_dir=None) -> set[str]:
+    """Every line of GSM8K's worked solutions (train and test, ``GSM8K_DIR``) of at least :data:`MIN_LINE`
+    characters, calculator annotations removed, stripped: what an executed copy must not show. Empty without
+    the data."""
+    data_dir = Path(data_dir or os.environ.get("GSM8K_DIR") or "")
+    lines = set()
+    for split in ("train", "test"):
+        path = data_dir / f"{split}.jsonl"
+        if data_dir.parts and path.exists():
+            for row in path.read_text().splitlines():
+                for line in json.loads(row)["answer"].splitlines():
+                    line = _plain(line)
+                    if len(line) >= MIN_LINE:
+                        lines.add(line)
+    return lines
+
+
+def redact(text: str, lines: set[str]) -> str:
+    """``text`` with every line that is a GSM8K solution line (:func:`solution_lines`) replaced by
+    :data:`REDACTED`: the copies keep the questions the notebooks print (with GSM8K's attribution), no other
+    GSM8K text."""
+    return "\n".join(REDACTED if _plain(line) in lines else line for line in text.split("\n"))
+
+
+def redact_outputs(notebook, lines: set[str]) -> int:
+    """Redact every text output of ``notebook`` in place; returns how many lines were replaced."""
+    count = 0
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            fields = [("text", output)] if "text" in output else []
+            fields += [(key, output["data"]) for key in ("text/plain", "text/html", "text/markdown")
+                       if key in output.get("data", {})]  # fmt: skip
+            for key, holder in fields:
+                before = holder[key] if isinstance(holder[key], str) else "".join(holder[key])
+                after = redact(before, lines)
+                count += after.count(REDACTED) - before.count(REDACTED)
+                holder[key] = after
+    return count
 
 
 def header(path: Path, seconds: float, ok: bool) -> str:
     """The copy's first cell: what ran, when, on what machine, at what size, and GSM8K's attribution."""
     import datetime
-    import os
 
     from helpers.evaluation.provenance import git_commit, machine
 
@@ -38,7 +90,7 @@ def header(path: Path, seconds: float, ok: bool) -> str:
         "made by `make executed`. Open the notebook itself to run it: your numbers will differ where sampling "
         "or hardware does.\n\nQuestions printed from GSM8K (Cobbe et al. 2021, "
         "[MIT licence](https://github.com/openai/grade-school-math/blob/master/LICENSE)) appear below as the "
-        "notebook prints them."
+        "notebook prints them; lines of GSM8K's worked solutions are replaced by a note."
     )
 
 
@@ -54,12 +106,16 @@ def execute(path: Path, out_dir: Path, timeout: int = 1800) -> bool:
     except CellExecutionError as error:
         ok = False
         print(f"{path.name}: a cell failed\n{str(error)[:2000]}", file=sys.stderr)
+    redacted = redact_outputs(notebook, solution_lines())
     out_dir.mkdir(parents=True, exist_ok=True)
     first = nbformat.v4.new_markdown_cell(header(path, time.perf_counter() - started, ok))
     first["id"] = HEADER_ID
     notebook.cells.insert(0, first)
     nbformat.write(notebook, out_dir / path.name)
-    print(f"{path.name}: {'ran' if ok else 'FAILED'} in {time.perf_counter() - started:.0f} s -> {out_dir / path.name}")
+    print(
+        f"{path.name}: {'ran' if ok else 'FAILED'} in {time.perf_counter() - started:.0f} s -> {out_dir / path.name}"
+        f" ({redacted} GSM8K solution lines redacted)"
+    )
     return ok
 
 
