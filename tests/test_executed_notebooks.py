@@ -3,6 +3,7 @@ repository sees the figures before running anything. These tests fail when a cop
 cells differ from its notebook's (the copy is stale: run ``make executed``), or when it has no output."""
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -13,20 +14,28 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 EXECUTED = ROOT / "notebooks" / "executed"
 sys.path.insert(0, str(ROOT / "tools"))
 
-from execute_notebooks import HEADER_ID, REDACTED, redact, solution_lines  # noqa: E402
+from execute_notebooks import HEADER_ID, REDACTED, redact, relink, solution_lines  # noqa: E402
 
 
-def cells_of(path: Path) -> list[tuple[str, str]]:
-    """``(cell type, source)`` of every cell but the executed copy's header."""
+def cells_of(path: Path, executed: bool = False) -> list[tuple[str, str]]:
+    """``(cell type, source)`` of every cell but the executed copy's header; a notebook's markdown as its
+    executed copy shows it (links relative to ``notebooks/executed/``) unless ``executed``."""
     cells = json.loads(path.read_text())["cells"]
-    return [(c["cell_type"], "".join(c["source"])) for c in cells if c.get("id") != HEADER_ID]
+    return [
+        (
+            c["cell_type"],
+            "".join(c["source"]) if executed or c["cell_type"] != "markdown" else relink("".join(c["source"])),
+        )
+        for c in cells
+        if c.get("id") != HEADER_ID
+    ]
 
 
 def stale(notebook: Path, copy: Path) -> list[str]:
     """What differs between a notebook and its executed copy: ``"missing"``, or the cells that differ."""
     if not copy.exists():
         return ["missing"]
-    mine, theirs = cells_of(notebook), cells_of(copy)
+    mine, theirs = cells_of(notebook), cells_of(copy, executed=True)
     if len(mine) != len(theirs):
         return [f"{len(theirs)} cells in the copy, {len(mine)} in the notebook"]
     return [f"cell {i} differs" for i, (a, b) in enumerate(zip(mine, theirs)) if a != b]
@@ -84,3 +93,13 @@ def test_no_gsm8k_solution_line_in_an_executed_copy(notebook):
             for text in texts:
                 text = text if isinstance(text, str) else "".join(text)
                 assert redact(text, lines) == text, "a GSM8K solution line: run `make executed`"
+
+
+def test_links_out_of_notebooks_climb_one_more_folder_in_a_copy():
+    assert relink("see [the report](../results/README.md) and [07](07_grpo_from_scratch.ipynb)") == (
+        "see [the report](../../results/README.md) and [07](07_grpo_from_scratch.ipynb)"
+    )
+    for copy in sorted(EXECUTED.glob("*.ipynb")):
+        for cell in json.loads(copy.read_text())["cells"]:
+            for target in re.findall(r"\]\((\.\./[^)#]+)", "".join(cell["source"])):
+                assert (EXECUTED / target).resolve().exists(), f"{copy.name}: {target}"

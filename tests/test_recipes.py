@@ -5,7 +5,7 @@ import pytest
 from cpu_study.recipes import CURRENT, RECIPES, recipe_of, recipe_table
 from helpers.evaluation.reports import RESULTS_DIR
 
-NOT_RECIPE_RUNS = {"exercises05", "gpu-check-cpu", "scratch-variants"}  # notebook exercises, the GPU check, 07
+NOT_RECIPE_RUNS = {"cot-prompting-cpu", "exercises05", "gpu-check-cpu", "scratch-variants"}  # 01, 05, the GPU check, 07
 
 
 def test_every_listed_run_is_committed_and_every_committed_run_is_listed():

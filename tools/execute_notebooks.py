@@ -36,6 +36,13 @@ def _plain(line: str) -> str:
     return _TAG.sub("", _CALC.sub("", html.unescape(line))).strip()
 
 
+def relink(markdown: str) -> str:
+    """A notebook's markdown as it reads from ``notebooks/executed/``: links that climb out of
+    ``notebooks/`` (``](../results/...)``) climb one folder more; links to sibling notebooks stay, since
+    their executed copies sit beside."""
+    return markdown.replace("](../", "](../../")
+
+
 def solution_lines(data_dir=None) -> set[str]:
     """Every line of GSM8K's worked solutions (train and test, ``GSM8K_DIR``) of at least :data:`MIN_LINE`
     characters, calculator annotations removed, stripped: what an executed copy must not show. Empty without
@@ -107,6 +114,9 @@ def execute(path: Path, out_dir: Path, timeout: int = 1800) -> bool:
         ok = False
         print(f"{path.name}: a cell failed\n{str(error)[:2000]}", file=sys.stderr)
     redacted = redact_outputs(notebook, solution_lines())
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            cell.source = relink(cell.source)
     out_dir.mkdir(parents=True, exist_ok=True)
     first = nbformat.v4.new_markdown_cell(header(path, time.perf_counter() - started, ok))
     first["id"] = HEADER_ID
