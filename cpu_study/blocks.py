@@ -93,11 +93,6 @@ def _kinds(set_name: str) -> str:
     return markdown(kinds[["ops", "kind", "n", "cold_start", "grpo", "gained", "lost", "p"]], index=False)
 
 
-def _make_train() -> str:
-    title = "\n**Transfer, per kind** (cold start -> cold start + GRPO):\n\n"
-    return _accuracy_tables("results/") + title + _kinds("transfer")
-
-
 def _results_make_train() -> str:
     from helpers.evaluation.reports import load_summary, stage_table
 
@@ -120,12 +115,6 @@ def _seed_rows() -> list[dict]:
     from cpu_study.seeds import seed_row
 
     return [seed_row(_results(name)) for name in SEED_RUNS if (_results(name) / "summary.json").exists()]
-
-
-def _make_train_reading() -> str:
-    from helpers.evaluation.reports import gain_reading, load_summary
-
-    return gain_reading(load_summary(_results(REFERENCE_RUN)))
 
 
 def _seeds_pooled() -> str:
@@ -359,9 +348,6 @@ def _profiles() -> str:
 BLOCKS = {
     "make-train-time": _make_train_time,
     "results-make-train-time": lambda: _make_train_time(""),
-    "make-train": _make_train,
-    "make-train-reading": _make_train_reading,
-    "seeds-pooled": _seeds_pooled,
     "results-make-train": _results_make_train,
     "seeds": _seeds,
     "sealed": _sealed,

@@ -96,6 +96,6 @@ def sealed_rows(summary: dict) -> list[dict]:
     """One row per part of a sealed summary (:func:`open_sealed`), counts of problems:
     ``{"part", "n", "cold_start", "grpo", "gained", "lost", "p"}``, ``p`` McNemar's exact p between
     the cold start and cold start + GRPO (:func:`helpers.evaluation.stats.mcnemar`)."""
-    from helpers.evaluation.reports import start_vs_grpo
+    from cpu_study.seeds import start_vs_grpo
 
     return [{"part": name, **start_vs_grpo(part)} for name, part in summary["parts"].items()]

@@ -14,7 +14,7 @@ import csv
 import math
 from pathlib import Path
 
-from helpers.evaluation.reports import load_summary, start_vs_grpo
+from helpers.evaluation.reports import load_summary
 from helpers.training.run_files import METRICS_FILE
 
 # Two-sided 95 % quantiles t_{0.975, df} of Student's t distribution, df = 1 .. 10 (NIST/SEMATECH
@@ -26,6 +26,21 @@ SETS = {"problems": "in distribution", "transfer": "transfer"}
 
 
 REWARD_COLUMN = "rewards/correctness_reward_func/mean"  # metrics.csv: mean correctness reward (0 or 2.0 each)
+
+
+def start_vs_grpo(part: dict) -> dict:
+    """The cold start against cold start + GRPO on one problem set of a summary (``summary["problems"]``,
+    ``summary["transfer"]``, a sealed part), in problems: ``{"n", "cold_start", "grpo", "gained", "lost",
+    "p"}``, ``p`` McNemar's exact p (:func:`helpers.evaluation.stats.mcnemar`)."""
+    test, stages = part["mcnemar_start_vs_grpo"]["all"]["correct"], part["stages"]
+    return {
+        "n": test["n"],
+        "cold_start": round(stages["cold_start"]["all"]["accuracy"] * test["n"]),
+        "grpo": round(stages["grpo"]["all"]["accuracy"] * test["n"]),
+        "gained": test["lora_only"],
+        "lost": test["base_only"],
+        "p": test["p_value"],
+    }
 
 
 def _mean(values):

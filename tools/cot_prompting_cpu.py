@@ -24,7 +24,7 @@ the draw with the problems (course-written), the sizes, and per strategy n, corr
 interval, answer_rate, mean_tokens, seconds, the per-problem outcomes (``"0110..."``) and McNemar against
 ``direct``. No prompt and no completion is written (the few-shot examples are GSM8K train text).
 
-Run (repository root, 2 CPU cores; about 9 minutes at the default size, 50 problems: :data:`PER_LEVEL`):
+Run (repository root; the file records the run's seconds, ``total_seconds``; 50 problems: :data:`PER_LEVEL`):
 
     GSM8K_DIR=../shared/data/gsm8k python tools/cot_prompting_cpu.py
     OMP_NUM_THREADS=1 python tools/cot_prompting_cpu.py --smoke --out /tmp/cot-smoke   # 2 problems, tiny budgets
@@ -53,11 +53,9 @@ SIZES = dict(n=10, k_shots=2, sc_samples=3, batch_size=10, direct_budget=32, bud
 SC_TEMPERATURE = 0.7
 SEED = 0
 SMOKE_SIZES = dict(SIZES, sc_samples=2, batch_size=2, direct_budget=8, budget=16, long_budget=16)
-LEVELS = ((1, 20), (2, 20))  # (operations, largest number): where SmolLM2 scores above 0
-# Problems per level in the full run: 50 in all. Estimated from the --smoke run's per-strategy times (1 thread,
-# a busy machine): about 4.4 ms per prompt token and 0.11 s per generated step, halved for 2 idle cores; with
-# batches of 10 each step costs about 0.08 s. A problem then takes about 1,770 prompt tokens (the six strategies,
-# self-consistency's 3 samples included) and a tenth of 928 batch steps: about 11 s, so 50 problems about 9 minutes.
+LEVELS = ((1, 20), (2, 20))  # (operations, largest number): where SmolLM2 is sometimes right
+# Problems per level in the full run: 50 in all, sized to take about 10 minutes on 2 cores (the committed run's
+# time is its summary's total_seconds).
 PER_LEVEL = 25
 BASELINE = "direct"
 OUT = ROOT / "results" / "cot-prompting-cpu"

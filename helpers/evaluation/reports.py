@@ -5,7 +5,6 @@
   :func:`load_summary` to read one back, e.g. a committed reference run under :data:`RESULTS_DIR`.
 * Tables of strings: :func:`stage_table` (GSM8K), :func:`problems_table` (course-written problems by
   difficulty level), :func:`outcomes_by_kind` (per problem kind: gained, lost, p).
-* :func:`gain_reading`: GRPO's gain in a run, in distribution and in transfer, in sentences.
 
 A run's provenance (commit, machine) is :mod:`helpers.evaluation.provenance`.
 """
@@ -335,56 +334,6 @@ def problems_table(problems: dict):
         _p_cell(paired[row]) if row in paired else "" for row in frame.index
     ]
     return frame
-
-
-def start_vs_grpo(part: dict) -> dict:
-    """The cold start against cold start + GRPO on one problem set of a summary (``summary["problems"]``,
-    ``summary["transfer"]``, a sealed part), in problems: ``{"n", "cold_start", "grpo", "gained", "lost",
-    "p"}``, ``p`` McNemar's exact p (:func:`helpers.evaluation.stats.mcnemar`)."""
-    test, stages = part["mcnemar_start_vs_grpo"]["all"]["correct"], part["stages"]
-    return {
-        "n": test["n"],
-        "cold_start": round(stages["cold_start"]["all"]["accuracy"] * test["n"]),
-        "grpo": round(stages["grpo"]["all"]["accuracy"] * test["n"]),
-        "gained": test["lora_only"],
-        "lost": test["base_only"],
-        "p": test["p_value"],
-    }
-
-
-def gain_reading(summary: dict, alpha: float = 0.05) -> str:
-    """What a run's GRPO changed, in sentences printed from its ``summary.json``: cold start -> cold
-    start + GRPO with McNemar's p on the course-written test problems (``problems``) and, when the run
-    has them, the transfer problems (``transfer``); the kinds whose right answers changed with
-    p < ``alpha`` (``summary["kinds"]``); GSM8K for every stage."""
-    lines = []
-    for name, label in (("problems", "In distribution"), ("transfer", "On the transfer problems")):
-        if name not in summary:
-            continue
-        row = start_vs_grpo(summary[name])
-        lines.append(
-            f"{label} GRPO went {row['cold_start']} -> {row['grpo']} of {row['n']} (McNemar p = {row['p']:.2g}: "
-            f"{row['gained']} gained, {row['lost']} lost)."
-        )
-    moved = [
-        f"`{k['kind']}` ({name}) {k['cold_start']} -> {k['grpo']} of {k['n']}, p = {k['p']:.2g}"
-        for name, kinds in summary.get("kinds", {}).items()
-        for k in kinds
-        if k["p"] < alpha
-    ]
-    if "kinds" in summary:
-        lines.append(
-            f"Kinds that changed with p < {alpha}: " + "; ".join(moved) + "."
-            if moved
-            else f"No kind changed with p < {alpha}, in distribution or in transfer."
-        )
-    labels = [k for k in ("base", "cold_start", "grpo") if k in summary["stages"]]
-    lines.append(
-        "GSM8K: "
-        + ", ".join(f"{STAGE_LABELS[k]} {summary['stages'][k]['correct']}" for k in labels)
-        + f" of {summary['stages']['grpo']['n']}."
-    )
-    return " ".join(lines)
 
 
 def _p_cell(test: dict) -> str:
