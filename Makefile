@@ -47,7 +47,7 @@ executed: venv  # notebooks/executed/: every notebook run on this CPU at the siz
 	HF_HUB_OFFLINE=1 $(BIN)/python tools/execute_notebooks.py notebooks/*.ipynb --out notebooks/executed
 
 sync-notebooks: venv
-	$(BIN)/python -m helpers sync-notebooks
+	$(BIN)/python tools/notebook_cells.py
 
 clean:  # keeps the committed reference runs in results/
 	rm -rf $(VENV) outputs

@@ -86,10 +86,10 @@ def evaluate_run(
     import json
     from pathlib import Path
 
-    from helpers.data.curriculum import level_name
     from helpers.data.problem_sets import eval_problem_set
     from helpers.evaluation.adapters import load_with_adapter
     from helpers.training.models import load_model
+    from helpers.training.profiles import level_name
 
     if profile.backend != "transformers":
         raise ValueError("evaluate_run loads the models with transformers: CPU or the cuda profile")

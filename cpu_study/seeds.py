@@ -14,13 +14,10 @@ import csv
 import math
 from pathlib import Path
 
+from scipy import stats
+
 from helpers.evaluation.reports import load_summary
 from helpers.training.run_files import METRICS_FILE
-
-# Two-sided 95 % quantiles t_{0.975, df} of Student's t distribution, df = 1 .. 10 (NIST/SEMATECH
-# e-Handbook of Statistical Methods, section 1.3.6.7.2, "Critical values of the Student's t distribution").
-T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
-
 
 SETS = {"problems": "in distribution", "transfer": "transfer"}
 
@@ -103,17 +100,17 @@ def seed_row(run_dir, alpha: float = 0.05) -> dict:
 
 def t_interval(values) -> tuple[float, float, float]:
     """Mean of ``values`` and its two-sided 95 % Student-t interval, ``(mean, low, high)``:
-    mean +- t_{0.975, n-1} * s / sqrt(n), s the sample standard deviation (n - 1 in the denominator).
+    mean +- t_{0.975, n-1} * s / sqrt(n), s the sample standard deviation (n - 1 in the denominator),
+    the quantile from ``scipy.stats.t.ppf``.
 
     Raises:
-        ValueError: fewer than 2 values, or more than 11 (:data:`T_975` holds df 1 to 10).
+        ValueError: fewer than 2 values.
     """
     values = [float(v) for v in values]
-    if not 2 <= len(values) <= len(T_975) + 1:
-        raise ValueError(f"need 2 to {len(T_975) + 1} values for a t interval, got {len(values)}")
+    if len(values) < 2:
+        raise ValueError(f"need at least 2 values for a t interval, got {len(values)}")
     mean = _mean(values)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-    half = T_975[len(values) - 1] * sd / math.sqrt(len(values))
+    half = float(stats.t.ppf(0.975, len(values) - 1) * stats.sem(values))
     return mean, mean - half, mean + half
 
 

@@ -12,7 +12,6 @@
   (``--stage`` is the same option) - GRPO from scratch in plain PyTorch, one variant of the loop
   (:func:`helpers.training.loop_runs.run_variant`, :mod:`helpers.loop`, notebook 07): writes
   ``metrics.csv`` and ``summary.json``.
-* ``sync-notebooks`` - rewrite the Colab badge and install cell of every notebook.
 
 The CPU study's commands (control runs, the sealed set, pass@k, the ablation, the README blocks)
 are ``python -m cpu_study`` (:mod:`cpu_study.cli`).
@@ -163,14 +162,6 @@ def _scratch(args) -> int:
     return 0
 
 
-def _sync(args) -> int:
-    from helpers.colab.cells import sync_notebooks
-
-    changed = sync_notebooks()
-    print("updated:", ", ".join(p.name for p in changed) if changed else "nothing (all in sync)")
-    return 0
-
-
 def _int_at_least(text: str, low: int) -> int:
     try:
         value = int(text)
@@ -287,8 +278,6 @@ def build_parser() -> argparse.ArgumentParser:
     scratch.add_argument("--seed", type=int, help="LoRA init and sampling seed (default 3407)")
     scratch.add_argument("--quick", action="store_true", help="smoke size (also: GRPO_QUICK=1)")
     scratch.set_defaults(run=_scratch)
-    sync = commands.add_parser("sync-notebooks", help="rewrite badges and install cells")
-    sync.set_defaults(run=_sync)
     return parser
 
 

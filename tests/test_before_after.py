@@ -10,8 +10,6 @@ from helpers.evaluation.before_after import (
     compare,
     decoding,
     evaluate_before_after,
-    load_results,
-    markdown_table,
     run_name,
     save_results,
 )
@@ -173,8 +171,6 @@ def test_comparison_table_shows_ci_pvalue_and_changes():
     # mean tokens (5 + 6 + 5 + 6)/4 = 5.5 -> (30 + 31 + 5 + 6)/4 = 18.0
     assert table.loc["mean completion tokens"].tolist() == ["5.5", "18.0", "+12.5"]
     assert table.loc["seconds per question"].tolist() == ["1.00", "2.00", "+1.00"]
-    md = markdown_table(table)
-    assert md.splitlines()[0] == "|  | before GRPO | after GRPO | change |" and md.count("\n") == len(table) + 1
 
 
 def test_compare_refuses_unpaired_runs():
@@ -196,8 +192,6 @@ def test_save_results_writes_summary_and_records(tmp_path):
     rows = [json.loads(line) for line in records_path.read_text().splitlines()]
     assert [r["model"] for r in rows] == ["base"] * 4 + ["lora"] * 4
     assert [r["reasoning_complete"] for r in rows[4:]] == [True, True, False, False]
-    again = load_results(tmp_path / "run")
-    assert again.table().equals(c.table()) and again.wrong_to_right == [1]
 
 
 def test_decoding_uses_the_training_sampling_and_run_names(tmp_path):

@@ -2,7 +2,8 @@
 
 import pytest
 
-from helpers.data.curriculum import GSM8K, Phase, curriculum_dataset, phase_steps
+from helpers.data.curriculum import curriculum_dataset, phase_steps
+from helpers.training.profiles import GSM8K, Phase
 
 
 def test_phase_steps_round_and_give_the_rest_to_the_last_phase():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.colab.cells import INSTALL_CELL
+from tools.notebook_cells import INSTALL_CELL
 from helpers.colab.install import (
     CONSTRAINTS,
     MARKER,

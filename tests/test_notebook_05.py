@@ -77,7 +77,7 @@ def test_05_reads_no_committed_run_before_the_trainer():
 
 
 def test_the_drive_notebooks_ask_for_drive_before_the_install():
-    from helpers.colab.cells import DRIVE_NOTEBOOKS, install_cell
+    from tools.notebook_cells import DRIVE_NOTEBOOKS, install_cell
 
     for name in DRIVE_NOTEBOOKS:
         text = install_cell(name)

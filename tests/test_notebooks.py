@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.colab.cells import (
+from tools.notebook_cells import (
     BADGE_TAG,
     CPU_NOTEBOOKS,
     INSTALL_CELL,

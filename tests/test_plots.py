@@ -22,21 +22,3 @@ def test_the_third_panel_shows_kl_or_without_it_the_flat_groups(tmp_path, column
     panel = fig.axes[2]  # row 2, column 1
     assert panel.get_title().startswith(title)
     assert list(panel.lines[0].get_ydata()) == [0.25, 0.25, 0.25]
-
-
-def test_heldout_runs_plots_problems_right_per_step_and_dashes_the_placebo():
-    from helpers.evaluation.plots import plot_heldout_runs
-
-    points = [{"step": 0, "heldout/accuracy": 0.25}, {"step": 4, "heldout/accuracy": 0.5}]
-    fig = plot_heldout_runs({"seed 1": points, "placebo": points[:1]}, n=32, show=False)
-    seed, placebo = fig.axes[0].lines
-    assert list(seed.get_xdata()) == [0, 4] and list(seed.get_ydata()) == [8.0, 16.0]
-    assert seed.get_linestyle() == "-" and placebo.get_linestyle() == "--"
-
-
-@pytest.mark.parametrize("runs", [{}, {"seed 1": []}])
-def test_heldout_runs_refuses_nothing_to_plot(runs):
-    from helpers.evaluation.plots import plot_heldout_runs
-
-    with pytest.raises(ValueError):
-        plot_heldout_runs(runs, n=32, show=False)

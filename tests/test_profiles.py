@@ -1,8 +1,7 @@
 import pytest
 
-from helpers.data.curriculum import Phase
 from helpers.training.hardware import GPU
-from helpers.training.profiles import PROFILES, get_profile
+from helpers.training.profiles import PROFILES, Phase, get_profile
 from helpers.training.trainer import build_grpo_config
 
 T4_GPU = GPU("Tesla T4", (7, 5), 14.7)

@@ -36,19 +36,19 @@ def test_wilson_interval_known_values():
 
 
 @pytest.mark.parametrize("s,n", [(0, 1), (3, 7), (50, 200), (199, 200)])
-def test_wilson_interval_is_symmetric_contains_p_and_narrows_with_z(s, n):
+def test_wilson_interval_is_symmetric_contains_p_and_narrows_with_confidence(s, n):
     low, high = wilson_interval(s, n)
     mirror_low, mirror_high = wilson_interval(n - s, n)
     assert low == pytest.approx(1 - mirror_high) and high == pytest.approx(1 - mirror_low)
     assert 0 <= low <= s / n <= high <= 1
-    narrow = wilson_interval(s, n, z=1.0)
+    narrow = wilson_interval(s, n, confidence=0.68)
     assert low <= narrow[0] and narrow[1] <= high
 
 
-@pytest.mark.parametrize("s,n,z", [(1, 0, 1.96), (-1, 5, 1.96), (6, 5, 1.96), (2, 5, 0)])
-def test_wilson_interval_rejects_bad_input(s, n, z):
+@pytest.mark.parametrize("s,n,confidence", [(1, 0, 0.95), (-1, 5, 0.95), (6, 5, 0.95), (2, 5, 0), (2, 5, 1)])
+def test_wilson_interval_rejects_bad_input(s, n, confidence):
     with pytest.raises(ValueError):
-        wilson_interval(s, n, z)
+        wilson_interval(s, n, confidence)
 
 
 def test_summary_of_fixed_fake_completions():

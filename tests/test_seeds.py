@@ -63,7 +63,7 @@ def test_the_pooled_gain_is_the_mean_with_a_student_t_interval(tmp_path):
     pooled = seeds.pooled_gain(rows)
     half = 4.303 * 1.0 / math.sqrt(3)  # t_{0.975, 2} * sd / sqrt(n), sd of (1, 2, 3) = 1
     assert pooled["gains"] == [1, 2, 3] and pooled["mean"] == 2
-    assert (pooled["low"], pooled["high"]) == (pytest.approx(2 - half), pytest.approx(2 + half))
+    assert (pooled["low"], pooled["high"]) == (pytest.approx(2 - half, abs=1e-3), pytest.approx(2 + half, abs=1e-3))
     assert (pooled["gained_runs"], pooled["significant_runs"]) == (3, 1)
     assert seeds.pooled_sentence(rows) == (
         f"in distribution: mean gain +2.0 of 10 over 3 seeds (seeds 1, 2, 3), 95 % t interval "
@@ -74,17 +74,17 @@ def test_the_pooled_gain_is_the_mean_with_a_student_t_interval(tmp_path):
     assert table.loc["seed 3", "in distribution: p (gained, lost)"] == "0.005 (3, 0)"
 
 
-def test_the_t_quantiles_are_the_tabled_values():
-    # t_{0.975, df}: 12.706 (df 1) falls to 2.228 (df 10), towards the normal's 1.96
-    assert seeds.T_975[1] == 12.706 and seeds.T_975[4] == 2.776
-    assert all(seeds.T_975[d] > seeds.T_975[d + 1] > 1.96 for d in range(1, 10))
-    assert seeds.t_interval([0, 10]) == pytest.approx((5, 5 - 12.706 * 5, 5 + 12.706 * 5))
+def test_the_t_interval_uses_the_tabled_quantiles():
+    # t_{0.975, df} from a printed table (NIST/SEMATECH e-Handbook 1.3.6.7.2): 12.706 (df 1), 2.776 (df 4)
+    assert seeds.t_interval([0, 10]) == pytest.approx((5, 5 - 12.706 * 5, 5 + 12.706 * 5), abs=1e-2)
+    values = [1, 2, 3, 4, 5]  # sd sqrt(2.5)
+    half = 2.776 * math.sqrt(2.5) / math.sqrt(5)
+    assert seeds.t_interval(values) == pytest.approx((3, 3 - half, 3 + half), abs=1e-3)
 
 
-@pytest.mark.parametrize("values", [[1.0], list(range(12))])
-def test_a_t_interval_needs_two_to_eleven_values(values):
+def test_a_t_interval_needs_two_values():
     with pytest.raises(ValueError, match="values for a t interval"):
-        seeds.t_interval(values)
+        seeds.t_interval([1.0])
 
 
 def test_runs_on_different_problem_counts_do_not_pool(tmp_path):

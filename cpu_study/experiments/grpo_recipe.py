@@ -17,13 +17,12 @@ import json
 import time
 from pathlib import Path
 
-from helpers.data.curriculum import Phase
 from helpers.data.problem_sets import dev_problem_set, dev_transfer_set, grpo_prompts
 from helpers.data.problems import problems_dataset
 from helpers.evaluation.before_after import decoding, evaluate_before_after
 from helpers.evaluation.reports import kind_rows, problems_summary, tag_problems
 from helpers.training.cold_start import train_cold_start
-from helpers.training.profiles import CPU
+from helpers.training.profiles import CPU, Phase
 from helpers.training.trainer import train
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -20,7 +20,7 @@ numpy < 2.3 (:data:`STACK_BOUNDS`). trl is held at ``requirements/nodeps.txt``'s
 (``-c``), so that Unsloth's ``trl<=1.15`` does not pull the newest trl first. Finally the course
 package itself, editable, without dependencies.
 
-A notebook that needs no GPU (:data:`helpers.colab.cells.CPU_NOTEBOOKS`) asks for the ``cpu`` stack
+A notebook that needs no GPU (``tools/notebook_cells.py``'s ``CPU_NOTEBOOKS``) asks for the ``cpu`` stack
 whatever the runtime (``install_once(root, stack="cpu")``): no Unsloth, no vLLM, no torch downgrade.
 """
 

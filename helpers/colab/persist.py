@@ -62,11 +62,6 @@ def check_adapter_dir(adapter_dir) -> Path:
     return path
 
 
-def drive_requested() -> bool:
-    """True when ``GRPO_DRIVE`` is 1/true/yes or ``GRPO_DRIVE_DIR`` is set."""
-    return os.environ.get("GRPO_DRIVE", "").lower() in TRUE or bool(os.environ.get("GRPO_DRIVE_DIR"))
-
-
 def drive_default(profile) -> bool:
     """Whether a run's folder goes to Drive unless the notebook says otherwise (its ``USE_DRIVE``):
     ``GRPO_DRIVE`` when it is 1/0 (true/false, yes/no); else True when ``GRPO_DRIVE_DIR`` is set;

@@ -11,7 +11,7 @@ are in ``docs/LOG.md``). Schedules with more phases, GSM8K among them,
 are built the same way
 (``Phase(1/3, ((1, 20),)), Phase(2/3, ((1, 20), (2, 20), GSM8K))``).
 
-A schedule is a tuple of :class:`Phase`: each takes a share of the steps and names its source
+A schedule is a tuple of :class:`helpers.training.profiles.Phase`: each takes a share of the steps and names its source
 (course-written problems of a difficulty, :mod:`helpers.data.problems`, or GSM8K train).
 :func:`curriculum_dataset` lays the prompts out in training order, and the trainer reads them in that
 order (``shuffle_dataset=False``): step ``s`` trains on the prompts of the phase that covers it.
@@ -23,30 +23,6 @@ would have happened).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-
-GSM8K = (0, 0)  # a source: GSM8K train questions
-
-
-@dataclass(frozen=True)
-class Phase:
-    """A stretch of the GRPO steps: ``share`` of them, with prompts from ``sources`` taken in turn inside
-    every batch. A source is ``(ops, max_number)``: course-written problems with that many operations
-    and operands up to ``max_number`` (:func:`helpers.data.problems.make_problems`), or :data:`GSM8K`
-    ``(0, 0)`` for GSM8K train questions. ``Phase(0.5, ((1, 20), (2, 20)))``: half the steps, each
-    batch half one-operation and half two-operation problems."""
-
-    share: float
-    sources: tuple = ((1, 20),)
-
-    @property
-    def name(self) -> str:
-        return " + ".join(level_name(*s) for s in self.sources)
-
-
-def level_name(ops: int, max_number: int) -> str:
-    """``"1 op up to 20"``, ``"2 ops up to 10"``, ``"GSM8K train"``."""
-    return "GSM8K train" if ops == 0 else f"{ops} op{'s' * (ops > 1)} up to {max_number}"
 
 
 def phase_steps(phases, batches: int) -> list[int]:
@@ -80,7 +56,7 @@ def curriculum_dataset(
     """The GRPO prompts of a schedule in training order: ``batches x prompts_per_batch`` rows.
 
     Args:
-        phases: the schedule (:class:`Phase` tuple).
+        phases: the schedule (:class:`helpers.training.profiles.Phase` tuple).
         batches: generation batches of the run (``max_steps / num_iterations``, rounded up).
         prompts_per_batch: distinct prompts per batch (global batch / ``num_generations``).
         seed: draws the course-written problems (always the ``train`` split).
@@ -89,8 +65,8 @@ def curriculum_dataset(
 
     Returns:
         A ``datasets.Dataset`` with ``question``, ``prompt``, ``answer``, ``phase`` (the phase's
-        :attr:`Phase.name`), ``kind`` and ``template`` (a course-written problem's, ``"gsm8k"`` and
-        ``""`` for a GSM8K row), whose ``info.description`` states the schedule.
+        :attr:`helpers.training.profiles.Phase.name`), ``kind`` and ``template`` (a course-written
+        problem's, ``"gsm8k"`` and ``""`` for a GSM8K row), whose ``info.description`` states the schedule.
 
     Raises:
         ValueError: a bad schedule (:func:`phase_steps`), ``batches`` or ``prompts_per_batch`` < 1.

@@ -9,7 +9,7 @@
   (:func:`helpers.evaluation.scoring.summarize`), reasoning completeness
   (:func:`helpers.evaluation.scoring.reasoning_complete`), the paired McNemar test
   (:func:`helpers.evaluation.stats.mcnemar`), and the questions that flipped either way.
-* **Keep** (:func:`save_results` / :func:`load_results`: ``summary.json`` and ``records.jsonl``).
+* **Keep** (:func:`save_results`: ``summary.json`` and ``records.jsonl``).
 
 Loading and merging adapters is :mod:`helpers.evaluation.adapters`; the figures are
 :func:`helpers.evaluation.plots.plot_before_after` and :func:`helpers.evaluation.plots.plot_completion_lengths`.
@@ -179,14 +179,6 @@ def comparison_table(comparison: Comparison):
     return pd.DataFrame.from_dict(rows, orient="index", columns=[RUN_LABELS["base"], RUN_LABELS["lora"], "change"])
 
 
-def markdown_table(frame) -> str:
-    """A ``DataFrame`` as a GitHub markdown table (no ``tabulate`` needed)."""
-    header = ["", *map(str, frame.columns)]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join([str(i), *map(str, row)]) + " |" for i, row in zip(frame.index, frame.values)]
-    return "\n".join(lines)
-
-
 # ------------------------------------------------------------------------------ evaluation
 def decoding(profile, greedy: bool = False) -> dict:
     """Decoding settings for evaluation: the profile's training sampling by default.
@@ -278,22 +270,3 @@ def save_results(comparison: Comparison, out_dir, **run_info) -> tuple[Path, Pat
                 }
                 f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
     return summary_path, records_path
-
-
-def load_results(run_dir) -> Comparison:
-    """The :class:`Comparison` saved in ``run_dir`` by :func:`save_results` (from ``records.jsonl``).
-
-    Raises:
-        FileNotFoundError: no ``records.jsonl`` in ``run_dir``.
-    """
-    from helpers.evaluation.scoring import read_jsonl
-
-    rows = read_jsonl(Path(run_dir) / "records.jsonl")
-
-    def keep(r):
-        return {k: v for k, v in r.items() if k not in ("model", "index", "reasoning_complete")}
-
-    return compare(
-        EvalResult([keep(r) for r in rows if r["model"] == "base"]),
-        EvalResult([keep(r) for r in rows if r["model"] == "lora"]),
-    )

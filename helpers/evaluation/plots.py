@@ -1,5 +1,5 @@
 """Matplotlib figures of runs and evaluations: training curves (:func:`plot_training_curves`), stage
-bars (:func:`plot_stages`), held-out curves (:func:`plot_heldout_runs`), accuracy with intervals
+bars (:func:`plot_stages`), accuracy with intervals
 (:func:`plot_accuracy`), before/after GRPO (:func:`plot_before_after`, :func:`plot_completion_lengths`).
 Each returns its ``Figure``
 (:func:`finish_figure`: shown, or closed when ``show=False``).
@@ -170,37 +170,6 @@ def plot_stages(stages: dict[str, dict], title: str = "", show: bool = True):
         title=title or f"Each stage on the same {', '.join(map(str, n))} test questions (greedy)",
     )
     ax.legend()
-    return finish_figure(fig, show)
-
-
-def plot_heldout_runs(runs: dict[str, list[dict]], n: int, title: str = "", show: bool = True):
-    """Held-out greedy accuracy against the GRPO step, one line per run: ``runs`` maps a label to
-    a ``summary.json``'s ``"heldout"`` list (dicts with ``step`` and ``heldout/accuracy``, a share in
-    [0, 1]); ``n`` is the held-out set's size, for the y axis in problems. Labels containing
-    "placebo" are drawn dashed. Returns the ``Figure``. Raises ``ValueError`` for no runs or a run
-    without points."""
-    import matplotlib.pyplot as plt
-
-    if not runs:
-        raise ValueError("no runs to plot")
-    empty = [label for label, points in runs.items() if not points]
-    if empty:
-        raise ValueError(f"runs without held-out points: {empty}")
-    fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
-    for label, points in runs.items():
-        ax.plot(
-            [p["step"] for p in points],
-            [n * p["heldout/accuracy"] for p in points],
-            marker="o",
-            linestyle="--" if "placebo" in label else "-",
-            label=label,
-        )
-    ax.set(
-        xlabel="GRPO step",
-        ylabel=f"held-out problems right, of {n}",
-        title=title or "Held-out accuracy during GRPO (greedy)",
-    )
-    ax.legend(fontsize=8)
     return finish_figure(fig, show)
 
 

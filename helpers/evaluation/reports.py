@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from helpers.evaluation.provenance import git_commit, machine
-from helpers.training.profiles import CPU, Profile
+from helpers.training.profiles import Profile
 
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"  # the committed reference runs
 
@@ -70,10 +70,10 @@ def tag_problems(result, problems) -> None:
 
 
 def problem_level(problem) -> str:
-    """A problem's level: ``"1 op up to 20"`` (:func:`helpers.data.curriculum.level_name`), or for the
+    """A problem's level: ``"1 op up to 20"`` (:func:`helpers.training.profiles.level_name`), or for the
     transfer family its number range and whether training has its kind: ``"trained kinds, numbers up to
     20"``, ``"new kinds, numbers up to 60"``."""
-    from helpers.data.curriculum import level_name
+    from helpers.training.profiles import level_name
 
     if problem.family != "transfer":
         return level_name(problem.ops, problem.max_number)
@@ -81,22 +81,6 @@ def problem_level(problem) -> str:
 
     kinds = "trained kinds" if problem.kind in IN_TRAINING else "new kinds"
     return f"{kinds}, numbers up to {problem.max_number}"
-
-
-def run_problems(summary: dict, set_name: str = "problems") -> list:
-    """The course-written problems a run was evaluated on, in evaluation order, drawn again from its
-    ``summary.json`` (``summary["profile"]``): ``"problems"`` (in distribution) or ``"transfer"``. A
-    summary without ``problem_family`` was made with the ``"fixed"`` family, the only one then."""
-    from helpers.data.problem_sets import eval_problem_set, transfer_problem_set
-
-    settings = summary["profile"]
-    profile = CPU.replace(
-        problem_family=settings.get("problem_family", "fixed"),
-        eval_levels=tuple(tuple(level) for level in settings["eval_levels"]),
-        eval_problems=settings["eval_problems"],
-        transfer_problems=settings.get("transfer_problems", 0),
-    )
-    return eval_problem_set(profile) if set_name == "problems" else transfer_problem_set(profile)
 
 
 def kind_rows(by_stage: dict) -> list[dict]:

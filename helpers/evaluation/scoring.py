@@ -132,18 +132,17 @@ def _mean(values: Iterable) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def summarize(records: list[dict], z: float = 1.96) -> dict:
+def summarize(records: list[dict]) -> dict:
     """Summary of scored records (from :func:`score`, :func:`evaluate` or :func:`read_jsonl`).
 
-    Keys: ``n``; ``accuracy`` (share correct) with ``ci_low`` / ``ci_high`` (Wilson interval,
-    95 % for ``z=1.96``); ``accuracy_format_free`` (share whose last number is right; None for
-    records saved before it was recorded); ``format_rate_strict`` / ``format_rate_soft`` (share in the XML
-    layout); ``format_rate_valid`` (strict layout with real reasoning and a number as the
-    answer); ``placeholder_rate`` (share with a placeholder block); ``answer_rate`` (share
-    with an extracted answer); ``mean_tokens``
-    (completion tokens per question; summed over the k samples with self-consistency);
-    ``seconds_per_question`` (generation wall time per question). Means skip ``None`` values and
-    are ``None`` when every value is missing.
+    Keys: ``n``; ``accuracy`` (share correct) with ``ci_low`` / ``ci_high`` (95 % Wilson interval);
+    ``accuracy_format_free`` (share whose last number is right; None for records saved before it was
+    recorded); ``format_rate_strict`` / ``format_rate_soft`` (share in the XML layout);
+    ``format_rate_valid`` (strict layout with real reasoning and a number as the answer);
+    ``placeholder_rate`` (share with a placeholder block); ``answer_rate`` (share with an extracted
+    answer); ``mean_tokens`` (completion tokens per question; summed over the k samples with
+    self-consistency); ``seconds_per_question`` (generation wall time per question). Means skip
+    ``None`` values and are ``None`` when every value is missing.
 
     Raises:
         ValueError: no records, or a record lacks ``correct``.
@@ -155,7 +154,7 @@ def summarize(records: list[dict], z: float = 1.96) -> dict:
         raise ValueError(f"records {missing[:5]} have no 'correct' field; score them first")
     n = len(records)
     correct = sum(bool(r["correct"]) for r in records)
-    low, high = wilson_interval(correct, n, z)
+    low, high = wilson_interval(correct, n)
     return {
         "n": n,
         "accuracy": correct / n,

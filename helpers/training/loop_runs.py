@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from helpers.data.curriculum import Phase, curriculum_dataset
+from helpers.data.curriculum import curriculum_dataset
 from helpers.data.problem_sets import heldout_problems
 from helpers.evaluation.provenance import git_commit, machine
 from helpers.evaluation.reports import SUMMARY_FILE
@@ -29,7 +29,7 @@ from helpers.loop import (
 from helpers.training.callbacks import HeldoutAccuracy
 from helpers.training.fast_rollouts import shared_batch_logps
 from helpers.training.models import load_model
-from helpers.training.profiles import CPU
+from helpers.training.profiles import CPU, Phase
 from helpers.training.run_files import METRICS_FILE
 
 # The pieces added one at a time: each variant is the one before plus one change.

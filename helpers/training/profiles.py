@@ -60,7 +60,30 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
-from helpers.data.curriculum import Phase
+GSM8K = (0, 0)  # a source: GSM8K train questions
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A stretch of the GRPO steps: ``share`` of them, with prompts from ``sources`` taken in turn inside
+    every batch. A source is ``(ops, max_number)``: course-written problems with that many operations
+    and operands up to ``max_number`` (:func:`helpers.data.problems.make_problems`), or :data:`GSM8K`
+    ``(0, 0)`` for GSM8K train questions; :mod:`helpers.data.curriculum` lays the prompts out.
+    ``Phase(0.5, ((1, 20), (2, 20)))``: half the steps, each batch half one-operation and half
+    two-operation problems."""
+
+    share: float
+    sources: tuple = ((1, 20),)
+
+    @property
+    def name(self) -> str:
+        return " + ".join(level_name(*s) for s in self.sources)
+
+
+def level_name(ops: int, max_number: int) -> str:
+    """``"1 op up to 20"``, ``"2 ops up to 10"``, ``"GSM8K train"``."""
+    return "GSM8K train" if ops == 0 else f"{ops} op{'s' * (ops > 1)} up to {max_number}"
+
 
 QWEN_3B = "unsloth/Qwen2.5-3B-Instruct"
 
@@ -146,7 +169,7 @@ class Profile:
     transfer_problems: int = 0
     # Course-written problems' family of wordings (helpers.data.problems.FAMILIES): "varied" or "fixed".
     problem_family: str = "varied"
-    # GRPO prompts: a curriculum (helpers.data.curriculum.Phase tuple, read in order); empty: GSM8K train
+    # GRPO prompts: a curriculum (Phase tuple, read in order by helpers.data.curriculum); empty: GSM8K train
     # questions after the cold start's, shuffled.
     curriculum: tuple = ()
     # Held-out accuracy during GRPO (helpers.training.callbacks): this many course-written test problems, split
