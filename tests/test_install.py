@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from tools.notebook_cells import INSTALL_CELL
 from helpers.colab.install import (
     CONSTRAINTS,
     MARKER,
@@ -23,6 +22,7 @@ from helpers.colab.install import (
 )
 from helpers.training.engine import standby_gpu_memory_utilization
 from helpers.training.hardware import GPU
+from tools.notebook_cells import INSTALL_CELL
 
 REPO = Path(__file__).resolve().parent.parent
 

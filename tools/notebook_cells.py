@@ -167,5 +167,5 @@ def sync_notebooks(directory: Path = NOTEBOOK_DIR) -> list[Path]:
 
 
 if __name__ == "__main__":
-    updated = sync_notebooks()
-    print("updated:", ", ".join(str(p.relative_to(NOTEBOOK_DIR)) for p in updated) if updated else "nothing (all in sync)")
+    updated = [str(p.relative_to(NOTEBOOK_DIR)) for p in sync_notebooks()]
+    print("updated:", ", ".join(updated) if updated else "nothing (all in sync)")
