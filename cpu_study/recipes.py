@@ -8,7 +8,7 @@ are. Oldest first:
   solutions, then GRPO on GSM8K prompts. It taught the answer format, not the arithmetic.
 * ``g4`` - course-written problems of the *fixed* family (:mod:`helpers.data.templates_fixed`, 16
   wordings shared by training and test), groups of 4, advantages not divided by the group's std. Its
-  runs are only at the git tag ``exploration-2026-12``.
+  runs are only at commit ``22a31b9`` (an ancestor of ``main``).
 * ``unscaled`` - as ``g4`` with groups of 8.
 * ``fixed`` - as ``unscaled`` with the advantages divided by the group's std (DeepSeekMath §4.1.2). Its
   gain on its own test problems did not transfer to other wordings.
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Recipe:
     """One recipe: its ``name``, what it is (``what``) and its run folders under ``results/``
-    (``runs``; empty when they are kept only at the tag ``exploration-2026-12``, ``archive``)."""
+    (``runs``; empty when they are kept only at commit ``22a31b9``, ``archive``)."""
 
     name: str
     what: str
@@ -94,7 +94,7 @@ def recipe_table():
             {
                 "recipe": r.name,
                 "what": r.what,
-                "runs (results/)": ", ".join(r.runs) or f"tag exploration-2026-12: {r.archive}",
+                "runs (results/)": ", ".join(r.runs) or f"commit 22a31b9: {r.archive}",
             }
             for r in RECIPES.values()
         ]

@@ -41,14 +41,9 @@ def train_command(args) -> int:
     if args.quick or quick_requested():
         profile = shortened(profile)
         print("Shortened run (--quick / GRPO_QUICK=1): checks that every stage runs, learns nothing.")
-    if args.max_steps is not None:
-        profile = profile.replace(max_steps=args.max_steps)
-    if args.cold_start_examples is not None:
-        profile = profile.replace(cold_start_examples=args.cold_start_examples)
-    if args.vllm_server is not None:
-        profile = profile.replace(vllm_server_url=args.vllm_server)
-    if args.seed is not None:
-        profile = profile.replace(seed=args.seed)
+    options = {"max_steps": args.max_steps, "cold_start_examples": args.cold_start_examples, "seed": args.seed}
+    options["vllm_server_url"] = args.vllm_server
+    profile = profile.replace(**{field: value for field, value in options.items() if value is not None})
     run = run_pipeline(
         profile,
         args.output_dir,

@@ -1,11 +1,8 @@
-"""The course's format, the contract between its prompts, its training data and its reward functions.
+"""The course's format, the contract between its prompts, training data and reward functions.
 
-* :data:`SYSTEM_PROMPT` asks for ``<reasoning>...</reasoning><answer>...</answer>``; :func:`make_prompt`
-  puts it before a question as TRL's conversational prompt.
-* :func:`format_solution` writes a GSM8K worked solution in that format (the cold start's targets, the
-  running example's right completion); :func:`extract_hash_answer` reads a GSM8K label (after ``####``).
-
-The reward functions (:mod:`helpers.rewards`) pay for this format; notebook 03 shows how.
+:data:`SYSTEM_PROMPT` asks for ``<reasoning>...</reasoning><answer>...</answer>`` (:func:`make_prompt` puts it
+before a question); :func:`format_solution` writes a GSM8K worked solution in it (the cold start's targets, the
+running example's right completion). :mod:`helpers.rewards` pays for this format (notebook 03).
 """
 
 from __future__ import annotations
@@ -39,9 +36,6 @@ def make_prompt(question: str, system_prompt: str = SYSTEM_PROMPT) -> list[dict]
     return [{"role": "system", "content": system_prompt}, {"role": "user", "content": question}]
 
 
-_CALCULATOR_RE = re.compile(r"<<[^<>]*>>")
-
-
 def format_solution(solution: str) -> str:
     """A GSM8K worked solution in the course's XML format.
 
@@ -52,7 +46,7 @@ def format_solution(solution: str) -> str:
         ValueError: no ``####`` label, or no reasoning before it.
     """
     answer = extract_hash_answer(solution)
-    steps = _CALCULATOR_RE.sub("", solution.split("####")[0]).strip()
+    steps = re.sub(r"<<[^<>]*>>", "", solution.split("####")[0]).strip()  # drop GSM8K's <<48/2=24>> notes
     if not steps:
         raise ValueError(f"solution has no worked steps before '####': {solution[:80]!r}")
     return f"<reasoning>\n{steps}\n</reasoning>\n<answer>\n{answer}\n</answer>"

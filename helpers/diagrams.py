@@ -1,8 +1,6 @@
-"""The figures of notebook 02 that explain GRPO before any model runs: the pipeline of one step
-(:func:`plot_grpo_pipeline`), a critic against a group baseline (:func:`plot_critic_vs_group`), one
-group's rewards and advantages (:func:`plot_group_baseline`) and per-token values on a grid
-(:func:`plot_token_grid`).
-"""
+"""Notebook 02's figures: one GRPO step (:func:`plot_grpo_pipeline`), a critic against a group baseline
+(:func:`plot_critic_vs_group`), a group's rewards and advantages (:func:`plot_group_baseline`) and per-token
+values on a grid (:func:`plot_token_grid`)."""
 
 from __future__ import annotations
 
@@ -82,27 +80,15 @@ PIPELINE_STEPS = (
 def _box_row(ax, steps, y: float, highlight=(), gap: float = 1.4) -> None:
     """Boxes joined by arrows, left to right, at height ``y`` (``highlight``: shaded indices)."""
     for i, step in enumerate(steps):
-        ax.text(
-            i * gap,
-            y,
-            step,
-            ha="center",
-            va="center",
-            fontsize=9,
-            bbox=dict(
-                boxstyle="round,pad=0.5",
-                facecolor="tab:blue" if i in highlight else "white",
-                alpha=0.25 if i in highlight else 1.0,
-                edgecolor="k",
-            ),
-        )
+        face, alpha = ("tab:blue", 0.25) if i in highlight else ("white", 1.0)
+        box = dict(boxstyle="round,pad=0.5", facecolor=face, alpha=alpha, edgecolor="k")
+        ax.text(i * gap, y, step, ha="center", va="center", fontsize=9, bbox=box)
         if i < len(steps) - 1:
             ax.annotate("", xy=(i * gap + 0.9, y), xytext=(i * gap + 0.5, y), arrowprops=dict(arrowstyle="->"))
 
 
 def plot_grpo_pipeline(show: bool = True):
-    """One GRPO step as a row of boxes, prompt to update (:data:`PIPELINE_STEPS`). Returns the
-    ``Figure``."""
+    """One GRPO step as a row of boxes, prompt to update (:data:`PIPELINE_STEPS`). Returns the ``Figure``."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(12, 1.6), constrained_layout=True)
@@ -119,8 +105,6 @@ CRITIC_STEPS = (
     "critic V(s_t)\nper token (trained)",
     "GAE:\nA_t per token",
 )
-
-
 GROUP_STEPS = (
     "prompt q",
     "π_old samples\nG completions",

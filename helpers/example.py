@@ -1,21 +1,15 @@
 """The course's running example: one GSM8K question and a group of G = 4 completions.
 
-Notebook 02 carries this one group from rewards to advantages, ratio, clipped surrogate, KL and
-loss; notebooks 03 and 05 come back to it. The four completions are the kinds a GRPO run meets,
-written from the question's own worked solution (read at run time from GSM8K, never stored in
-this repository):
+Notebook 02 carries this group from rewards to advantages, ratio, clipped surrogate, KL and loss; notebooks
+03 and 05 come back to it. :func:`group_from_solution` writes the completions from the question's own worked
+solution (read from GSM8K at run time, never stored here), the kinds a GRPO run meets (:data:`LABELS`):
 
-====  =====================  ===========================================================
- i    label                  completion
-====  =====================  ===========================================================
- 0    right                  the worked solution in the course format, then EOS
- 1    stops a step early     the first step only, its result as the answer, then EOS
- 2    right, no tags         ``The answer is <gold>.``, then EOS
- 3    cut off                the steps, then a re-check that runs into the length limit:
-                             no closing tags and no EOS
-====  =====================  ===========================================================
+0. right: the worked solution in the course format, then EOS;
+1. stops a step early: the first step only, its result as the answer, then EOS;
+2. right, no tags: ``The answer is <gold>.``, then EOS;
+3. cut off: the steps, then a re-check that runs into the length limit (no closing tags, no EOS).
 
-Under the course's reward functions they earn 4.0, 2.0, 0.0 and 0.125.
+The course's reward functions pay them 4.0, 2.0, 0.0 and 0.125.
 """
 
 from __future__ import annotations
@@ -38,11 +32,9 @@ class RunningExample:
     Attributes:
         question, answer: the GSM8K question and its gold label (the number after ``####``).
         prompt: the chat messages (system + user) that training uses.
-        completions: ``G`` completion texts, decoded from ``completion_ids`` (EOS not shown).
-        labels: :data:`LABELS`.
+        completions: ``G`` texts decoded from ``completion_ids`` (EOS not shown); labels: :data:`LABELS`.
         prompt_ids, prompt_mask: ``(G, P)`` int64, the prompt repeated for each completion.
-        completion_ids: ``(G, C)`` int64, right-padded with the pad token (EOS if none); ``C`` = the
-            length limit.
+        completion_ids: ``(G, C)`` int64, right-padded with the pad token (EOS if none); ``C`` = the length limit.
         completion_mask: ``(G, C)`` int64, 1 up to and including the first EOS (TRL's mask).
         source: where the question came from (:func:`helpers.data.gsm8k.read_rows`).
     """
@@ -60,12 +52,12 @@ class RunningExample:
 
     @property
     def batch(self) -> tuple:
-        """``(prompt_ids, prompt_mask, completion_ids, completion_mask)`` for
-        :func:`helpers.grpo.completion_logps`."""
+        """``(prompt_ids, prompt_mask, completion_ids, completion_mask)`` for :func:`helpers.grpo.completion_logps`."""
         return self.prompt_ids, self.prompt_mask, self.completion_ids, self.completion_mask
 
 
 def _texts(solution: str, gold: str) -> list[str]:
+    """The four completion texts, in :data:`LABELS` order."""
     right = format_solution(solution)
     steps = right.split("<reasoning>\n", 1)[1].split("\n</reasoning>", 1)[0]
     first = steps.split("\n")[0]
@@ -81,15 +73,14 @@ def _texts(solution: str, gold: str) -> list[str]:
 
 
 def group_from_solution(tokenizer, question: str, solution: str, source: str = "") -> RunningExample:
-    """The running example for one question and its GSM8K-style worked solution (ending ``#### <label>``);
-    :func:`helpers.data.gsm8k.running_example` reads GSM8K test question 0 and calls this.
-
-    The length limit ``C`` is the longest finished completion (right, EOS included); the "cut
-    off" completion is truncated to it, as generation would stop it at ``max_completion_length``.
+    """The :class:`RunningExample` for a question and its GSM8K-style worked solution (ending ``#### <label>``);
+    :func:`helpers.data.gsm8k.running_example` calls it on GSM8K test question 0. The length limit ``C`` is
+    the longest finished completion (EOS included); the "cut off" one is truncated to it, as generation
+    stops at ``max_completion_length``.
 
     Args:
         tokenizer: the policy's tokenizer (chat template, EOS and pad tokens).
-        source: where the question came from, kept in :attr:`RunningExample.source`.
+        source: where the question came from (:attr:`RunningExample.source`).
 
     Raises:
         ValueError: the tokenizer has no EOS token, or the solution has no worked steps.

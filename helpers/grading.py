@@ -1,21 +1,17 @@
-"""Grade a model's final answer the way a careful human would.
+"""Grade a model's final answer the way a careful human would, in four steps, each a public function:
 
-Four steps, each a public function:
-
-1. **Extract** the final answer: ``extract_answer`` (the single ``<answer>`` block, else the
-   last ``\\boxed{}``, else ``None``).
-2. **Normalize** surface noise away: :func:`helpers.normalize.normalize_answer` (``$1,234`` ->
-   ``1234``, ``The answer is twelve.`` -> ``12``, ``1.45 million`` -> ``1450000``); its docstring
-   lists every rule with an example.
-3. **Compare**: ``is_equivalent``. Plain numbers, and arithmetic on them (``10 + 8``,
-   ``3 \\times 6``), are compared as exact fractions (``fractions.Fraction``,
-   :func:`helpers.numbers.parse_number`), which is fast and has no rounding; everything else goes to
-   Math-Verify (https://github.com/huggingface/Math-Verify) in a worker process
-   (:mod:`helpers.symbolic`) that is killed after a time limit, so a pathological input costs at
-   most ``SYMBOLIC_TIMEOUT_S`` seconds, from any thread (Math-Verify's own timeout uses ``signal``: main thread only).
-4. **Judge**: ``is_correct``, what a reward or an evaluation counts as right: an *evaluated*
-   answer (``is_evaluated``: ``17``, not ``8 + 9``) equivalent to the gold one. ``is_equivalent``
-   alone is math equivalence (``8 + 9`` = ``17``), which majority voting uses.
+1. **Extract** (:func:`extract_answer`): the single ``<answer>`` block, else the last ``\\boxed{}``,
+   else ``None``.
+2. **Normalize** (:func:`helpers.normalize.normalize_answer`): ``$1,234`` -> ``1234``, ``The answer is
+   twelve.`` -> ``12``, ``1.45 million`` -> ``1450000``; its docstring lists every rule with an example.
+3. **Compare** (:func:`is_equivalent`): plain numbers and arithmetic on them (``10 + 8``,
+   ``3 \\times 6``) as exact fractions (:func:`helpers.numbers.parse_number`: fast, no rounding);
+   everything else with Math-Verify (https://github.com/huggingface/Math-Verify) in a worker process
+   (:mod:`helpers.symbolic`) killed after ``SYMBOLIC_TIMEOUT_S`` seconds, from any thread
+   (Math-Verify's own timeout uses ``signal``: main thread only).
+4. **Judge** (:func:`is_correct`): what a reward or an evaluation counts as right, an *evaluated*
+   answer (:func:`is_evaluated`: ``17``, not ``8 + 9``) equivalent to the gold one.
+   ``is_equivalent`` alone is math equivalence (``8 + 9`` = ``17``), which majority voting uses.
 
 Fail-closed rule: whenever we cannot be sure, the answer is *not* equivalent (``False``).
 """
@@ -37,11 +33,7 @@ from helpers.normalize import (
     equation_variable,
     normalize_answer,
 )
-from helpers.numbers import (
-    MAX_ANSWER_CHARS,
-    WORD_RE,
-    parse_number,
-)
+from helpers.numbers import MAX_ANSWER_CHARS, WORD_RE, parse_number
 from helpers.symbolic import symbolic_verdict
 
 SYMBOLIC_TIMEOUT_S = 1.0  # time limit for one Math-Verify comparison
@@ -51,13 +43,14 @@ class GradingWarning(UserWarning):
     """A gold answer could not be graded against (the comparison failed closed)."""
 
 
-# --------------------------------------------------------------------------- extraction
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])\s*")
-
-
 _BARE_BOX_RE = re.compile(r"[-+]?[\w.,/]*\w")  # what "\boxed 5" boxes: one bare token
+_NUMERICISH_RE = re.compile(r"[-+\d.,/\s]+")  # looks numeric but may be malformed ("3,5")
+_LITERAL_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)")  # 17, -5, 17.0, .5
+_FRACTION_RE = re.compile(r"[-+]?(?:(\d+)\s+)?(\d+)\s*/\s*(\d+)")  # 3/4, 2 1/2
 
 
+# --------------------------------------------------------------------------- extraction
 def extract_xml_block(text: str | None, tag: str) -> str | None:
     """Content of the single ``<tag>…</tag>`` block, stripped; ``None`` (fail closed) when
     there is no block, an empty block, an unclosed block or more than one open/close tag."""
@@ -70,12 +63,8 @@ def extract_xml_block(text: str | None, tag: str) -> str | None:
 
 
 def extract_xml_answer(text: str | None) -> str | None:
-    """Content of the single ``<answer>…</answer>`` block, stripped.
-
-    Returns ``None`` (fail closed) when there is no block, an empty block, an unclosed block
-    or more than one ``<answer>``/``</answer>`` tag, so hedging with two answers never pays:
-    ``"<answer>\\n7\\n</answer>\\n<answer>\\n18\\n</answer>"`` -> ``None``.
-    """
+    """The single ``<answer>`` block (:func:`extract_xml_block`), stripped, or ``None``: hedging with
+    two answers never pays (``"<answer>\\n7\\n</answer>\\n<answer>\\n18\\n</answer>"`` -> ``None``)."""
     return extract_xml_block(text, "answer")
 
 
@@ -136,13 +125,6 @@ def extract_answer(text: str | None) -> str | None:
         if cues and statement and not DIGIT_RE.search(" ".join(rest)):
             return statement
     return boxed
-
-
-_NUMERICISH_RE = re.compile(r"[-+\d.,/\s]+")  # looks numeric but may be malformed ("3,5")
-
-
-_LITERAL_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)")  # 17, -5, 17.0, .5
-_FRACTION_RE = re.compile(r"[-+]?(?:(\d+)\s+)?(\d+)\s*/\s*(\d+)")  # 3/4, 2 1/2
 
 
 # --------------------------------------------------------------------------- comparison
@@ -261,14 +243,13 @@ def is_evaluated(pred: str | None) -> bool:
     if not m:
         return False
     whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
-    proper = whole is None or num < den
-    return den > 1 and math.gcd(num, den) == 1 and proper
+    return den > 1 and math.gcd(num, den) == 1 and (whole is None or num < den)
 
 
 def is_correct(pred: str | None, gold: str | None, timeout: float = SYMBOLIC_TIMEOUT_S, warn: bool = True) -> bool:
     """What a reward or an evaluation counts as right: an evaluated answer equivalent to the gold one.
 
-    ``is_evaluated(pred) and is_equivalent(pred, gold, timeout, warn)``: ``17`` for ``17`` ->
+    ``is_equivalent(pred, gold, timeout, warn) and is_evaluated(pred)``: ``17`` for ``17`` ->
     True, ``$17.00`` -> True; ``8 + 9`` for ``17`` -> False (equivalent, but the arithmetic is
     not done: a reward paying it pays a policy for not doing the arithmetic). The gold is checked
     first, so a gold that cannot be graded warns whatever the prediction.

@@ -1,14 +1,13 @@
 """The GRPO objective by hand: log-probs, group advantages, KL estimators, clipped loss.
 
-Pure PyTorch functions, no trainer. Each one mirrors a piece of TRL 0.22.2's
-``GRPOTrainer`` (``_get_per_token_logps_and_entropies``, ``_generate_and_score_completions``,
-``_compute_loss``) and is checked against it in ``tests/test_grpo_vs_trl.py``.
+Pure PyTorch functions mirroring TRL 0.22.2's ``GRPOTrainer`` (``_get_per_token_logps_and_entropies``,
+``_generate_and_score_completions``, ``_compute_loss``), checked against it in ``tests/test_grpo_vs_trl.py``.
+Read :func:`grpo_loss` first.
 
-Notation (DeepSeekMath, Shao et al. 2024, §4.1): a *group* is G completions o_1..o_G sampled
-for one prompt q from the *old policy* pi_old (the weights that generated them); pi_theta is the
-*policy* being trained, pi_ref the frozen *reference model*. Shapes: B completions in a batch
-(B = number of prompts x G, the G completions of a prompt consecutive), T completion tokens
-(right-padded), V vocabulary size. Log-probs are natural logs (nats).
+Notation (DeepSeekMath, Shao et al. 2024, §4.1): a *group* is G completions o_1..o_G of one prompt q,
+sampled from the *old policy* pi_old; pi_theta is the policy being trained, pi_ref the frozen reference
+model. Shapes: B completions (prompts x G, a prompt's G consecutive), T completion tokens (right-padded),
+V vocabulary size. Log-probs are in nats.
 """
 
 from __future__ import annotations
@@ -23,21 +22,17 @@ MAX_LOG_RATIO = 50.0  # k3's log-ratio bound (nats): e^50 ~ 5e21, far below fp32
 
 
 def per_token_logps(logits: torch.Tensor, input_ids: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-    """Log-probability of each taken token, log softmax(logits / temperature)[token].
+    """Log-probability of each taken token, log softmax(logits / temperature)[token], as TRL computes it.
 
     Args:
-        logits: ``(B, T, V)``, already aligned with the tokens: ``logits[b, t]`` scores
-            ``input_ids[b, t]``. For a causal LM that is ``model(...).logits[:, -T - 1 : -1]``
-            with the completion ``input_ids`` of width T (the last position predicts nothing).
-        input_ids: ``(B, T)`` integer token ids.
-        temperature: the sampling temperature; the logits are divided by it, as TRL does, so
-            the log-probs are those of the distribution the completions were sampled from.
+        logits: ``(B, T, V)``, aligned with the tokens (``logits[b, t]`` scores ``input_ids[b, t]``); for a
+            causal LM, ``model(...).logits[:, -T - 1 : -1]``.
+        input_ids: ``(B, T)`` token ids.
+        temperature: the sampling temperature (the logits are divided by it).
 
     Returns:
-        ``(B, T)`` log-probs (nats, <= 0), differentiable w.r.t. ``logits``. bf16/fp16 logits
-        are upcast to float32 first and the result is float32: in bf16 the log-softmax over a
-        32k vocabulary is off by ~0.07 nat, and bf16 holds a log-prob near -10 only to the
-        nearest 0.0625.
+        ``(B, T)`` float32 (or float64) log-probs (nats, <= 0), differentiable w.r.t. ``logits``. bf16/fp16
+        logits are upcast first: in bf16 the log-softmax over 32k tokens is off by ~0.07 nat.
 
     Raises:
         ValueError: shapes do not match, or ``temperature <= 0``.
@@ -56,10 +51,8 @@ def per_token_logps(logits: torch.Tensor, input_ids: torch.Tensor, temperature: 
 def completion_logps(
     model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature: float = 1.0
 ) -> torch.Tensor:
-    """Per-token log-probs of the completions under ``model``, one forward pass as TRL does it.
-
-    The model reads ``[prompt, completion]`` with attention mask ``[prompt_mask,
-    completion_mask]`` and only the last ``C + 1`` positions are projected to logits.
+    """Per-token log-probs of the completions under ``model``: one forward pass over ``[prompt, completion]``
+    projecting only the last ``C + 1`` positions to logits, as TRL does.
 
     Args:
         model: a causal LM (``transformers`` ``*ForCausalLM``, optionally PEFT-wrapped).
@@ -78,13 +71,11 @@ def completion_logps(
 
 
 def stop_token_ids(tokenizer, generation_config=None) -> list[int]:
-    """Every token id that ends a completion, for a tokenizer (and its model's generation config).
+    """Every token id that ends a completion: the tokenizer's EOS, the generation config's EOS ids, and the
+    pad token when it is an end-of-text token.
 
-    The tokenizer's EOS, the generation config's EOS ids, and the pad token when it is an
-    end-of-text token. Qwen2.5-Instruct: EOS ``<|im_end|>`` (151645), pad ``<|endoftext|>``
-    (151643), ``generation_config.eos_token_id = [151645, 151643]``: a completion that ends
-    with ``<|endoftext|>`` has ended too, so both are stop ids even without the config.
-    SmolLM2: ``[2]`` (``<|im_end|>``, also its pad).
+    Qwen2.5-Instruct: ``[151645, 151643]`` (``<|im_end|>``, and the pad ``<|endoftext|>``, which its
+    ``generation_config.eos_token_id`` lists too). SmolLM2: ``[2]`` (``<|im_end|>``, also its pad).
 
     Raises:
         ValueError: no stop token at all (the tokenizer has no EOS and no config gives one).
@@ -102,19 +93,16 @@ def stop_token_ids(tokenizer, generation_config=None) -> list[int]:
 
 
 def completion_mask(completion_ids: torch.Tensor, eos_token_id: int | Sequence[int] | object) -> torch.Tensor:
-    """1 for the real tokens of each completion, up to and including its first stop token, 0 after.
+    """1 for each completion's tokens up to and including its first stop token, 0 after, as TRL builds it.
 
-    As TRL builds it: the stop token is part of the completion (the policy chose to stop, and
-    that choice is trained), the padding after it is not. Do not use ``completion_ids != pad_id``:
-    when pad == EOS (SmolLM2, Qwen2.5 chat) that drops the EOS itself. A completion without
-    stop token (truncated at the length limit) keeps all its tokens.
+    The stop token is trained (the policy chose to stop), the padding is not. ``completion_ids != pad_id``
+    would be wrong when pad == EOS (SmolLM2, Qwen2.5 chat): it drops the EOS. A completion without a stop
+    token (cut at the length limit) keeps all its tokens.
 
     Args:
         completion_ids: ``(B, T)`` generated token ids, right-padded.
-        eos_token_id: the id that ends a completion, or several (any of them ends it), e.g.
-            Qwen2.5-Instruct's ``generation_config.eos_token_id = [151645, 151643]``
-            (``<|im_end|>``, ``<|endoftext|>``; the pad token is ``<|endoftext|>`` too), or a
-            tokenizer: then its :func:`stop_token_ids` (the default to use: both Qwen ids).
+        eos_token_id: a stop id, several (any one ends a completion), or a tokenizer: then its
+            :func:`stop_token_ids` (the default to use: it gives both of Qwen's).
 
     Returns:
         ``(B, T)`` int mask.
@@ -136,14 +124,13 @@ def completion_mask(completion_ids: torch.Tensor, eos_token_id: int | Sequence[i
 
 
 def gae_advantages(rewards: torch.Tensor, values: torch.Tensor, gamma: float = 1.0, lam: float = 0.95) -> torch.Tensor:
-    """PPO's advantages from a critic: generalized advantage estimation (what GRPO removes).
+    """PPO's advantages from a critic, generalized advantage estimation (what GRPO removes).
 
-    delta_t = r_t + gamma V(s_{t+1}) - V(s_t) with V = 0 after the last step (the episode
-    ends), and A_t = sum_l (gamma lam)^l delta_{t+l} (Schulman et al. 2016, GAE, eq. 16).
+    delta_t = r_t + gamma V(s_{t+1}) - V(s_t), V = 0 after the last step, and
+    A_t = sum_l (gamma lam)^l delta_{t+l} (Schulman et al. 2016, GAE, eq. 16).
 
     Args:
-        rewards: ``(T,)`` per-step rewards.
-        values: ``(T,)`` critic estimates V(s_t).
+        rewards, values: ``(T,)`` per-step rewards and critic estimates V(s_t).
         gamma: discount in [0, 1]; lam: GAE lambda in [0, 1].
 
     Returns:
@@ -169,34 +156,28 @@ def gae_advantages(rewards: torch.Tensor, values: torch.Tensor, gamma: float = 1
 
 
 def group_advantages(rewards: torch.Tensor, group_size: int, scale: str = "group", eps: float = 1e-4) -> torch.Tensor:
-    """Group-relative advantages: A_i = (r_i - mean(group)) / (std + eps), one per completion.
+    """Group-relative advantages A_i = (r_i - mean(group)) / (std + eps), one per completion.
 
-    DeepSeekMath §4.1.2 (outcome supervision): every token of o_i gets A_i. The group mean
-    replaces PPO's critic as the baseline. Mirrors TRL's ``scale_rewards``:
-    ``"group"`` divides by the group's std, ``"batch"`` by the std of the whole batch,
-    ``"none"`` does not divide (Dr. GRPO, Liu et al. 2025, drops the std because it
-    up-weights groups that are almost all right or all wrong). The std is the unbiased one
-    (``torch.std``, divisor G - 1), as in TRL.
-
-    A group whose rewards are all equal carries no learning signal: its advantages are set to
-    exactly 0 (TRL computes ``(r - mean) / (0 + eps)``, which is 0 up to rounding of the mean,
-    e.g. 1e-13 for rewards of 0.1).
+    DeepSeekMath §4.1.2 (outcome supervision): every token of o_i gets A_i; the group mean replaces PPO's
+    critic as the baseline. ``scale`` mirrors TRL's ``scale_rewards``: ``"group"`` divides by the group's
+    std, ``"batch"`` by the whole batch's, ``"none"`` not at all (Dr. GRPO, Liu et al. 2025: the std
+    up-weights groups that are almost all right or all wrong). The std is unbiased (divisor G - 1), as in
+    TRL. A group of equal rewards (no learning signal) gets exactly 0, where TRL's ``(r - mean) / eps``
+    leaves rounding noise (1e-13 for rewards of 0.1).
 
     Args:
-        rewards: ``(B,)`` one scalar reward per completion, G consecutive completions per prompt;
-            integer or bool rewards (0/1 correctness) are converted to the default float dtype.
+        rewards: ``(B,)`` one reward per completion, G consecutive per prompt; int or bool rewards are
+            converted to the default float dtype.
         group_size: G, completions per prompt (>= 2).
-        scale: ``"group"``, ``"batch"`` or ``"none"``.
-        eps: added to the std (TRL uses 1e-4).
+        scale: one of ``SCALES``.
+        eps: added to the std (TRL's 1e-4).
 
     Returns:
-        ``(B,)`` advantages, in ``rewards``' dtype when it is a float dtype, else in
-        ``torch.get_default_dtype()``.
+        ``(B,)`` advantages, in ``rewards``' float dtype, else ``torch.get_default_dtype()``.
 
     Raises:
-        ValueError: ``rewards`` not 1-D or not finite (NaN, +-inf: one infinite reward makes the
-            whole group's advantages NaN), ``group_size < 2``, B not a multiple of G, or unknown
-            ``scale``.
+        ValueError: ``rewards`` not 1-D or not finite (one inf makes its group NaN), ``group_size < 2``,
+            B not a multiple of G, or unknown ``scale``.
     """
     if rewards.dim() != 1:
         raise ValueError(f"rewards must be 1-D (B,), got shape {tuple(rewards.shape)}")
@@ -227,29 +208,23 @@ def kl_estimators(logp: torch.Tensor, ref_logp: torch.Tensor):
     With r = log pi_ref(o_t) - log pi_theta(o_t) (Schulman 2020, "Approximating KL Divergence"):
 
     * k1 = -r: unbiased, high variance, negative for some tokens.
-    * k2 = r^2 / 2: biased (low bias when the two are close), always >= 0.
-    * k3 = exp(r) - r - 1: unbiased (E[exp(r)] = 1 under pi_theta) and always >= 0, because
-      exp(x) >= 1 + x. DeepSeekMath eq. 4 and TRL use it. Computed as ``expm1(r) - r``, which
-      is the same number without the cancellation that makes ``exp(r) - r - 1`` round to
-      -6e-8 in float32 for |r| ~ 1e-8; the result is clamped at 0 against the last rounding.
-      **Bounded log-ratio**: k3 uses r clamped above at ``MAX_LOG_RATIO`` = 50 nats, so a
-      token the policy finds far less likely than the reference does (log-prob -100 vs -0.01:
-      r = 99.99, exp(r) = inf in float32, whose max is ~e^88.7) gives k3 = e^50 - 51 ~ 5e21
-      with zero gradient, instead of an infinite loss and NaN gradients; e^50 leaves float32
-      and bfloat16 room to sum the k3 of 10^16 such tokens. For r <= 50 k3 is exactly TRL's,
-      which has no bound (``tests/test_grpo_vs_trl.py`` checks the equality; r stays far below
-      50 there). No lower clamp: for r -> -inf exp(r) -> 0 cannot overflow and k3 ~ -r - 1.
+    * k2 = r^2 / 2: biased (little when the two are close), >= 0.
+    * k3 = exp(r) - r - 1: unbiased (E[exp(r)] = 1 under pi_theta) and >= 0 (exp(x) >= 1 + x); DeepSeekMath
+      eq. 4 and TRL use it. Computed as ``expm1(r) - r`` (no cancellation: ``exp(r) - r - 1`` rounds to
+      -6e-8 in float32 for |r| ~ 1e-8), clamped at 0 against the last rounding, with r clamped above at
+      ``MAX_LOG_RATIO``: a token far less likely under pi_theta than under pi_ref (r = 99.99, exp(r) = inf in
+      float32) gives k3 = e^50 - 51 ~ 5e21 with zero gradient instead of an infinite loss and NaN gradients.
+      For r <= 50 it is exactly TRL's (unbounded) k3; no lower clamp is needed (r -> -inf: k3 ~ -r - 1).
 
-    Value is not gradient: used as a loss on tokens sampled from pi_theta, E[grad k1] = 0,
-    E[grad k2] = grad KL(pi_theta || pi_ref) and E[grad k3] = grad KL(pi_ref || pi_theta), the
-    forward KL (notebook 02 checks all three exactly).
+    Value is not gradient: as a loss on tokens sampled from pi_theta, E[grad k1] = 0, E[grad k2] =
+    grad KL(pi_theta || pi_ref) and E[grad k3] = grad KL(pi_ref || pi_theta) (notebook 02 checks all three).
 
     Args:
         logp: ``(B, T)`` (any shape) log pi_theta of the taken tokens (may require grad).
         ref_logp: same shape, log pi_ref of the same tokens.
 
     Returns:
-        ``(k1, k2, k3)``, each shaped like ``logp`` (nats). Padding positions are not masked here.
+        ``(k1, k2, k3)``, each shaped like ``logp`` (nats); padding is not masked.
 
     Raises:
         ValueError: shapes differ.
@@ -264,12 +239,10 @@ def kl_estimators(logp: torch.Tensor, ref_logp: torch.Tensor):
 def clipped_surrogate(
     ratio: torch.Tensor, advantages: torch.Tensor, epsilon_low: float = 0.2, epsilon_high: float | None = None
 ) -> torch.Tensor:
-    """PPO's clipped surrogate per token, min(rho A, clip(rho, 1 - eps_low, 1 + eps_high) A).
+    """PPO's clipped surrogate per token, min(rho A, clip(rho, 1 - eps_low, 1 + eps_high) A), to maximise.
 
-    PPO (Schulman et al. 2017) eq. 7, with DAPO's asymmetric "clip-higher" bounds (Yu et al.
-    2025, §3.1). It is an objective to *maximise*; the loss is its negative. The min makes it
-    pessimistic: once rho leaves the trust region in the direction the advantage pushes, the
-    objective is flat and the token's gradient is 0.
+    PPO (Schulman et al. 2017) eq. 7 with DAPO's asymmetric "clip-higher" bounds (Yu et al. 2025, §3.1).
+    Pessimistic: once rho leaves the trust region in the direction A pushes, the token's gradient is 0.
 
     Args:
         ratio: ``(B, T)`` rho = pi_theta(o_t) / pi_old(o_t).
@@ -277,7 +250,7 @@ def clipped_surrogate(
         epsilon_low, epsilon_high: clip range; ``epsilon_high=None`` means ``epsilon_low``.
 
     Returns:
-        ``(B, T)`` per-token objective.
+        ``(B, T)`` per-token objective (the loss is its negative).
 
     Raises:
         ValueError: advantages of the wrong shape, or epsilons out of range.
@@ -301,35 +274,27 @@ def aggregate_loss(
     loss_type: str,
     max_completion_length: int | None = None,
 ) -> torch.Tensor:
-    """Average masked per-token losses into one number, the way ``loss_type`` says.
+    """Average masked per-token losses into one number as ``loss_type`` says (|o_i| = real tokens of o_i):
 
-    With |o_i| the number of real tokens of completion i (padding counts 0):
+    * ``"grpo"``: mean over completions of (1/|o_i|) sum_t l_{i,t} (DeepSeekMath eq. 3). Each completion
+      weighs the same, so each token of a long one weighs less: length bias.
+    * ``"bnpo"``, ``"dapo"``: sum_{i,t} l_{i,t} / sum_i |o_i|, a token mean over this batch (DAPO, Yu et al.
+      2025, §3.3). TRL's dapo divides by the tokens of the whole generation batch (all processes and
+      accumulation steps): the same number on one process without gradient accumulation.
+    * ``"dr_grpo"``: sum_{i,t} l_{i,t} / (B * max_completion_length) (Dr. GRPO, Liu et al. 2025: no length bias).
 
-    * ``"grpo"``: mean over completions of (1/|o_i|) sum_t l_{i,t} (DeepSeekMath eq. 3).
-      Every completion weighs the same, so each token of a long one weighs less: length bias.
-    * ``"bnpo"``: sum_{i,t} l_{i,t} / sum_i |o_i| over this batch (token mean).
-    * ``"dr_grpo"``: sum_{i,t} l_{i,t} / (B * max_completion_length), a constant normaliser
-      (Dr. GRPO, Liu et al. 2025, which removes the 1/|o_i| length bias).
-    * ``"dapo"``: sum_{i,t} l_{i,t} / sum_i |o_i| (DAPO token-level loss, Yu et al. 2025, §3.3).
-      TRL divides by the token count of the whole generation batch (all processes and
-      gradient-accumulation steps); on one process without accumulation that is this batch,
-      and then it equals ``"bnpo"``.
-
-    TRL also divides the grpo/bnpo/dr_grpo losses by the number of gradient-accumulation
-    steps; this is the loss of one batch (accumulation = 1).
+    One batch's loss: TRL also divides grpo/bnpo/dr_grpo by the gradient-accumulation steps.
 
     Args:
-        per_token_loss: ``(B, T)``.
-        completion_mask: ``(B, T)``, 1 for real tokens.
-        loss_type: one of ``LOSS_TYPES``.
-        max_completion_length: L, required for ``"dr_grpo"``.
+        per_token_loss, completion_mask: ``(B, T)``; the mask is 1 for real tokens.
+        loss_type: one of ``LOSS_TYPES``; max_completion_length: L, required for ``"dr_grpo"``.
 
     Returns:
         0-d tensor.
 
     Raises:
-        ValueError: unknown ``loss_type``; ``"dr_grpo"`` without a positive
-            ``max_completion_length`` or with a completion longer than it.
+        ValueError: unknown ``loss_type``; ``"dr_grpo"`` without a positive ``max_completion_length`` or with
+            a completion longer than it.
     """
     if loss_type not in LOSS_TYPES:
         raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
@@ -362,56 +327,53 @@ def grpo_loss(
 ):
     """The GRPO loss (negative objective) and its monitoring statistics, as TRL computes it.
 
-    Per token (DeepSeekMath eq. 3; the KL term is eq. 4, the k3 estimator):
-        l_{i,t} = -min(rho_{i,t} A_i, clip(rho_{i,t}, 1 - eps_low, 1 + eps_high) A_i)
-                  + beta * k3_{i,t},      rho_{i,t} = exp(logp - old_logp)
-    (k3's log-ratio clamped at ``MAX_LOG_RATIO``, :func:`kl_estimators`), then masked (padding
-    after the first EOS counts 0) and averaged by :func:`aggregate_loss` (``grpo``: per sequence,
-    1/|o_i|; ``bnpo``/``dapo``: per token; ``dr_grpo``: constant).
-    Defaults follow TRL 0.22.2's ``GRPOConfig`` (beta 0, epsilon 0.2, ``loss_type="dapo"``).
-    Not covered: TRL's entropy masking, sequence-level importance sampling and two-sided
-    ``delta`` clipping (all off by default).
+    Per token (DeepSeekMath eq. 3, the KL term eq. 4's k3, its log-ratio clamped at ``MAX_LOG_RATIO``):
+        l_{i,t} = -min(rho_{i,t} A_i, clip(rho_{i,t}, 1 - eps_low, 1 + eps_high) A_i) + beta * k3_{i,t},
+        rho_{i,t} = exp(logp - old_logp),
+    masked (0 after the first EOS) and averaged by :func:`aggregate_loss`. Defaults are TRL 0.22.2's
+    ``GRPOConfig`` (beta 0, epsilon 0.2, ``loss_type="dapo"``). Not covered: TRL's entropy masking,
+    sequence-level importance sampling and two-sided ``delta`` clipping (all off by default).
 
-    Detached: ``old_logp``, ``ref_logp`` and ``advantages`` are constants; gradients reach the
-    policy only through ``logp``. ``old_logp=None`` means on-policy (one update per generation,
-    TRL's default): it is taken as ``logp.detach()``, so rho = 1 in value while the gradient is
-    A * grad logp.
+    ``old_logp``, ``ref_logp`` and ``advantages`` are detached: gradients reach the policy only through
+    ``logp``. ``old_logp=None`` means on-policy (TRL's default of one update per generation): it is
+    ``logp.detach()``, so rho = 1 in value while the gradient is A * grad logp.
 
     Args:
         logp: ``(B, T)`` log pi_theta of the completion tokens (requires grad to train).
         old_logp: ``(B, T)`` log pi_old, or None (on-policy).
-        ref_logp: ``(B, T)`` log pi_ref; needed when ``beta > 0``, optional otherwise
-            (then only used for the ``kl`` statistic).
+        ref_logp: ``(B, T)`` log pi_ref; needed when ``beta > 0``, else only for the ``kl`` statistic.
         advantages: ``(B,)``, e.g. from :func:`group_advantages`.
-        completion_mask: ``(B, T)``, 1 for real completion tokens (the EOS included), 0 after.
+        completion_mask: ``(B, T)``, 1 for real completion tokens (the EOS included).
         beta: KL coefficient (>= 0).
         epsilon_low, epsilon_high: clip range, see :func:`clipped_surrogate`.
         loss_type: one of ``LOSS_TYPES``.
         max_completion_length: required for ``"dr_grpo"``.
 
     Returns:
-        ``(loss, stats)``: ``loss`` a 0-d tensor; ``stats`` a dict of floats averaged over
-        real tokens, named as TRL logs them: ``kl`` (mean k3, NaN without ``ref_logp``),
-        ``clip_ratio/low_mean`` (rho < 1 - eps_low with A < 0), ``clip_ratio/high_mean``
-        (rho > 1 + eps_high with A > 0), ``clip_ratio/region_mean`` (either; these tokens get no
+        ``(loss, stats)``: a 0-d tensor, and floats averaged over real tokens, named as TRL logs them: ``kl``
+        (mean k3, NaN without ``ref_logp``), ``clip_ratio/low_mean`` (rho < 1 - eps_low with A < 0),
+        ``clip_ratio/high_mean`` (rho > 1 + eps_high with A > 0), ``clip_ratio/region_mean`` (either: no
         policy gradient) and ``ratio_mean`` (mean rho).
 
     Raises:
-        ValueError: shapes differ; ``beta < 0``; ``beta > 0`` without ``ref_logp``; and
-            those of :func:`aggregate_loss` and :func:`clipped_surrogate`.
+        ValueError: shapes differ; ``beta < 0``; ``beta > 0`` without ``ref_logp``; and those of
+            :func:`aggregate_loss` and :func:`clipped_surrogate`.
     """
     if beta < 0:
         raise ValueError(f"beta must be >= 0, got {beta}")
     if beta > 0 and ref_logp is None:
         raise ValueError("beta > 0 needs ref_logp (the reference model's log-probs)")
-    _check_same_shape(logp=logp, old_logp=old_logp, ref_logp=ref_logp, completion_mask=completion_mask)
+    given = dict(logp=logp, old_logp=old_logp, ref_logp=ref_logp, completion_mask=completion_mask)
+    shapes = {name: tuple(t.shape) for name, t in given.items() if t is not None}
+    if len(set(shapes.values())) > 1 or any(len(s) != 2 for s in shapes.values()):
+        raise ValueError(f"expected tensors of one shape (B, T), got {shapes}")
     if advantages.shape != logp.shape[:1]:
         raise ValueError(f"advantages must be (B,) = {tuple(logp.shape[:1])}, got {tuple(advantages.shape)}")
 
     old_logp = logp.detach() if old_logp is None else old_logp.detach()
     advantages = advantages.detach()
-    # Padding positions are zeroed by the mask anyway; set their inputs to 0 first so that
-    # garbage there (e.g. -inf) cannot turn 0 * inf into NaN in the loss or the gradient.
+    # Zero the padding's inputs (the mask zeroes their loss anyway) so that garbage there, e.g. -inf,
+    # cannot turn 0 * inf into NaN in the loss or the gradient.
     real = completion_mask.bool()
     logp, old_logp = logp.where(real, 0.0), old_logp.where(real, 0.0)
     ref_logp = None if ref_logp is None else ref_logp.detach().where(real, 0.0)
@@ -438,10 +400,3 @@ def grpo_loss(
         "ratio_mean": token_mean(ratio),
     }
     return loss, stats
-
-
-def _check_same_shape(**tensors) -> None:
-    """Raise ValueError unless all given (non-None) tensors have the same 2-D shape."""
-    shapes = {name: tuple(t.shape) for name, t in tensors.items() if t is not None}
-    if len(set(shapes.values())) > 1 or any(len(s) != 2 for s in shapes.values()):
-        raise ValueError(f"expected tensors of one shape (B, T), got {shapes}")

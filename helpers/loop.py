@@ -1,24 +1,15 @@
 """GRPO from scratch: the whole training loop in plain PyTorch on a PEFT LoRA policy (notebook 07).
 
-Notebook 07 writes these functions out in its cells; this module is the importable copy for the longer
-runs (``python -m helpers scratch``, ``cpu_study/experiments/scratch_variants.py``). One *step* is one
-AdamW step on the LoRA, as TRL counts steps; a new batch is sampled every ``num_iterations`` steps:
-**sample** (:func:`sample_completions`: G completions per prompt, masked at the first stop token),
-**score** (:func:`score_completions`: the reward functions, called as TRL calls them), **advantages**
-(:func:`compute_advantages`), **log-probs without gradient** (:func:`prepare_batch`: the old policy when
-a batch is reused, the reference model as the adapter switched off), **loss and step**
-(:func:`compute_grpo_loss`, :func:`optimizer_step`). :func:`train_from_scratch` is the loop;
-:data:`helpers.training.loop_runs.VARIANTS` names four configs of it.
-
-``tests/test_loop_notebook.py`` fails when a function here and the notebook's differ in anything but
-docstrings, comments and layout, except :func:`compute_advantages` and :func:`compute_grpo_loss`: these
-call :mod:`helpers.grpo`, where the notebook writes them out line by line (the lesson), and the test
-checks the two equal bit for bit. The design choices are named against DeepSeekMath (Shao et al. 2024,
-§4.1 eq. 3-4) and TRL 0.22.2 in the notebook, beside each function; :mod:`helpers.training.trl_check`
-checks one step equal to TRL's on the same completions. The log-prob pass is a parameter (``logps``),
-e.g. :func:`helpers.training.fast_rollouts.shared_batch_logps` (one prompt pass per group). The course's
-data, held-out evaluation and files come from :mod:`helpers.training.loop_runs`; this module imports
-none of the machinery.
+The importable copy of notebook 07's cells, for the longer runs (``python -m helpers scratch``,
+``cpu_study/experiments/scratch_variants.py``); ``tests/test_loop_notebook.py`` fails when the two differ in
+code (the notebook writes :func:`compute_advantages` and :func:`compute_grpo_loss` out line by line, and the
+test checks them equal to :mod:`helpers.grpo` bit for bit). A *step* is one AdamW step on the LoRA, as TRL
+counts; a new batch every ``num_iterations`` steps: **sample** (:func:`sample_completions`), **score**
+(:func:`score_completions`), **advantages** (:func:`compute_advantages`), **no-gradient log-probs**
+(:func:`prepare_batch`: old policy, reference = adapter off), **loss and step** (:func:`compute_grpo_loss`,
+:func:`optimizer_step`); :func:`train_from_scratch` is the loop. Data, held-out evaluation, files and the
+four :data:`~helpers.training.loop_runs.VARIANTS` live in :mod:`helpers.training.loop_runs`;
+:mod:`helpers.training.trl_check` checks one step equal to TRL 0.22.2's.
 """
 
 from __future__ import annotations
@@ -34,8 +25,6 @@ from helpers import grpo
 from helpers.rewards import REWARD_FUNCS
 
 TIME_PARTS = ("seconds/generation", "seconds/logps_no_grad", "seconds/loss_backward", "seconds/rest")
-
-
 # fmt: off
 METRIC_COLUMNS = ("step", "rollout", "reward", "reward_std", "frac_reward_zero_std", "kl", "clip_ratio/region_mean",
                   "clip_ratio/low_mean", "clip_ratio/high_mean", "ratio_mean", "completions/mean_length",
@@ -103,9 +92,8 @@ class LoopConfig:
 
 @dataclass
 class Batch:
-    """One sampled batch, B = prompts x G rows (a group's G rows consecutive), P prompt and T completion
-    columns. ``old_logps`` is None when the batch is used once (rho = 1), ``ref_logps`` when no
-    reference pass was needed."""
+    """One sampled batch: B = prompts x G rows (a group's G consecutive), P prompt and T completion columns;
+    ``old_logps`` is None when the batch is used once (rho = 1), ``ref_logps`` when no reference pass ran."""
 
     prompt_ids: torch.Tensor  # (B, P), left-padded
     prompt_mask: torch.Tensor  # (B, P)
@@ -120,9 +108,8 @@ class Batch:
 
 @dataclass
 class LoopRun:
-    """What :func:`train_from_scratch` measured: one dict per step (:data:`METRIC_COLUMNS`; step 0 holds
-    the held-out accuracy before training), the held-out curve ``[(step, values)]``, the seconds it took,
-    and the files a caller wrote (:mod:`helpers.training.loop_runs`)."""
+    """What :func:`train_from_scratch` measured: rows (:data:`METRIC_COLUMNS`), the held-out curve
+    ``[(step, values)]``, its seconds, and the files a caller wrote (:mod:`helpers.training.loop_runs`)."""
 
     rows: list
     heldout: list
@@ -131,9 +118,7 @@ class LoopRun:
     summary_json: Path | None = None
 
 
-# ------------------------------------------------------------------------------------------- 1. sample
-# Notebook 07 writes out every function from here to train_from_scratch in its cells;
-# tests/test_loop_notebook.py fails when a cell's function and this one differ (docstrings and comments aside).
+# ------------------------------------------------------------------- 1. sample (notebook 07's cells from here)
 def tokenize_prompts(tokenizer, prompts):
     """Chat prompts (message lists) -> ``(prompt_ids, prompt_mask)``, each ``(N, P)``, left-padded, as TRL
     tokenizes them (chat template with the assistant turn opened, no extra special tokens)."""
@@ -149,16 +134,13 @@ def decode_completions(tokenizer, completion_ids):
 
 @torch.no_grad()
 def sample_completions(model, tokenizer, prompt_ids, prompt_mask, config):
-    """G completions of each prompt with ``model.generate`` (KV cache, ``softmax(logits / T)``, no top-k).
-
-    Args:
-        prompt_ids, prompt_mask: ``(N, P)`` distinct prompts, left-padded.
-        config: a :class:`LoopConfig` (G, length limit, temperature, top-p).
+    """G completions of each of the ``(N, P)`` left-padded prompts with ``model.generate`` (KV cache,
+    ``softmax(logits / T)``, no top-k; G, length limit, temperature and top-p from ``config``).
 
     Returns:
-        ``(prompt_ids, prompt_mask, completion_ids, completion_mask)``: ``(B, P)`` with B = N x G (each
-        prompt repeated G times in a row), ``(B, T)`` with T <= ``max_new_tokens``; the mask ends each
-        completion at its first stop token (:func:`helpers.grpo.completion_mask`, the stop token kept).
+        ``(prompt_ids, prompt_mask, completion_ids, completion_mask)``: ``(B, P)``, B = N x G (each prompt G
+        times in a row), and ``(B, T)``, T <= ``max_new_tokens``, masked after the first stop token
+        (:func:`helpers.grpo.completion_mask`).
     """
     from transformers import GenerationConfig
 
@@ -217,9 +199,8 @@ def score_completions(reward_funcs, rows, completions, completion_ids, completio
 # --------------------------------------------------------------------------------------- 3. advantages
 def compute_advantages(rewards, config):
     """``(B,)`` group-relative advantages from ``(B, F)`` rewards (their ``nansum`` is a completion's reward):
-    :func:`helpers.grpo.group_advantages` with ``scale="group"`` when ``config.scale_std`` (GRPO), else
-    ``"none"`` (REINFORCE with the group mean as its baseline). Notebook 07 writes the same numbers out
-    line by line (``tests/test_loop_notebook.py`` checks them equal bit for bit).
+    :func:`helpers.grpo.group_advantages`, ``scale="group"`` when ``config.scale_std`` (GRPO), else ``"none"``
+    (REINFORCE with the group mean as baseline). Notebook 07 writes the same numbers out line by line.
 
     Raises:
         ValueError: an infinite reward (it would make its whole group's advantages NaN).
@@ -230,11 +211,9 @@ def compute_advantages(rewards, config):
 
 # --------------------------------------------------------------------- 4. log-probs: old, reference
 def batch_logps(model, batch, config):
-    """``(B, T)`` log-probs of the completion tokens under ``model`` at the sampling temperature (with
-    gradients unless under ``no_grad``): one pass over ``[prompt, completion]`` without position ids, as TRL
-    does it; only the last T + 1 positions are projected to logits. The same numbers as
-    :func:`helpers.grpo.completion_logps`. Functions of the same signature can replace it as ``logps``, e.g.
-    :func:`helpers.training.fast_rollouts.shared_batch_logps` (one prompt pass per group)."""
+    """``(B, T)`` log-probs of the completion tokens under ``model`` at the sampling temperature (with gradients
+    unless under ``no_grad``), the numbers of :func:`helpers.grpo.completion_logps`. A function of the same
+    signature can replace it as ``logps``, e.g. :func:`helpers.training.fast_rollouts.shared_batch_logps`."""
     ids = torch.cat([batch.prompt_ids, batch.completion_ids], dim=1)  # (B, P + T)
     mask = torch.cat([batch.prompt_mask, batch.completion_mask], dim=1)
     width = batch.completion_ids.size(1)  # T
@@ -270,10 +249,9 @@ def prepare_batch(
 
 # ------------------------------------------------------------------------------------ 5. loss and step
 def compute_grpo_loss(policy_logps, batch, config):
-    """The GRPO loss of a batch and its statistics: :func:`helpers.grpo.grpo_loss`, per token
-    -min(rho A, clip(rho, 1 - eps, 1 + eps) A) + beta x k3 (DeepSeekMath eq. 3 and 4), averaged as
-    ``config.loss_type`` says; ``old_logps`` None means rho = 1 (``logp.detach()``). Notebook 07 writes the
-    same numbers out line by line (``tests/test_loop_notebook.py`` checks them equal bit for bit).
+    """The GRPO loss of a batch, :func:`helpers.grpo.grpo_loss`: per token -min(rho A, clip(rho, 1 - eps,
+    1 + eps) A) + beta x k3 (DeepSeekMath eq. 3 and 4), averaged as ``config.loss_type`` says. Notebook 07
+    writes the same numbers out line by line.
 
     Returns:
         ``(loss, stats)``: a 0-d tensor, and the token means TRL logs (``kl``, ``clip_ratio/*``, ``ratio_mean``).
@@ -389,14 +367,13 @@ def train_from_scratch(
 
     Args:
         model: a PEFT LoRA policy (its adapter off is the reference model); tokenizer: its tokenizer.
-        prompts: rows with ``prompt`` (and the columns the rewards read), ``prompts_per_step`` per batch
-            in order (:func:`helpers.training.loop_runs.train_prompts` makes the course's).
+        prompts: rows with ``prompt`` (and the columns the rewards read), ``prompts_per_step`` per batch in
+            order (:func:`helpers.training.loop_runs.train_prompts`).
         reward_funcs: default :data:`helpers.rewards.REWARD_FUNCS`.
-        evaluate: ``evaluate(model) -> {"heldout/accuracy", ...}``, called before the first step, every
+        evaluate: ``evaluate(model) -> {"heldout/accuracy", ...}`` before the first step, every
             ``heldout_every`` steps and after the last (:func:`helpers.training.loop_runs.heldout_evaluator`);
             None: no held-out curve.
-        logps: the log-prob pass, :func:`batch_logps` or one of its signature.
-        log: a print function for one line per step (None: silent).
+        logps: the log-prob pass, :func:`batch_logps` or one of its signature; log: a print function (None: silent).
 
     Returns:
         a :class:`LoopRun`: one row per step (:data:`METRIC_COLUMNS`; step 0 holds the held-out accuracy before

@@ -22,161 +22,43 @@ from helpers.numbers import (
     words_to_digits,
 )
 
-# ------------------------------------------------------------------------ normalization
 _UNICODE = {  # minus signs, special spaces, vulgar fractions
-    "\u2212": "-",
-    "\u2013": "-",
-    "\u00a0": " ",
-    "\u2009": " ",
-    "\u202f": " ",
-    "\u00bd": " 1/2",
-    "\u00bc": " 1/4",
-    "\u00be": " 3/4",
-    "\u2153": " 1/3",
-    "\u2154": " 2/3",
+    **dict.fromkeys("\u2212\u2013", "-"),
+    **dict.fromkeys("\u00a0\u2009\u202f", " "),
+    **{"\u00bd": " 1/2", "\u00bc": " 1/4", "\u00be": " 3/4", "\u2153": " 1/3", "\u2154": " 2/3"},
 }
-
-
-_DROP = (
-    "**",
-    "__",
-    "\\$",
-    "$",
-    "\\(",
-    "\\)",
-    "\\[",
-    "\\]",
-    "\\%",
-    "%",
-    "\\!",
-    "\\,",
-    "\\;",
-    "\\:",
-    "^\\circ",
-    "^{\\circ}",
-    "\u00b0",
-    "\\left",
-    "\\right",
-)
-
-
-_CURRENCY_RE = re.compile(
-    r"\\(?:euro|pounds|yen|text(?:dollar|sterling|euro|yen|cent))"
-    r"(?![A-Za-z])"
-)
-
-
-_TEXT_RE = re.compile(
-    r"\\(?:text|textbf|textrm|textit|textnormal|textsf|mathrm|mathbf|mathit"
-    r"|mbox)\s*\{([^{}]*)\}"
-)
-
-
+_DROP = r"** __ \$ $ \( \) \[ \] \% % \! \, \; \: ^\circ ^{\circ} ° \left \right".split()  # removed, in order
+_CURRENCY_RE = re.compile(r"\\(?:euro|pounds|yen|text(?:dollar|sterling|euro|yen|cent))(?![A-Za-z])")
+_TEXT_RE = re.compile(r"\\(?:text|textbf|textrm|textit|textnormal|textsf|mathrm|mathbf|mathit|mbox)\s*\{([^{}]*)\}")
 _CHAT_TOKEN_RE = re.compile(r"<\|[a-z_]+\|>.*", re.DOTALL)  # <|im_end|>, <|im_start|>user ...
-
-
 CUE_RE = re.compile(r"\banswer\s*(?:is\b\s*:?|:)|^\s*(?:final\s+)?answer\b\s*:?", re.IGNORECASE)
-
-
 MINERVA_END_RE = re.compile(r"\s*I hope it is correct\.?\s*$")  # Minerva's answer format
-
-
 _CONCLUSION_RE = re.compile(r"(?<![A-Za-z])(?:Therefore|Thus|Hence|So)\b")
-
-
 SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z$\\])")
-
-
 DIGIT_RE = re.compile(r"\d")
-
-
 EQUALS_RE = re.compile(r"(?<![<>!])=")  # not the "=" of <=, >=, !=
-
-
 _LETTER = r"(?<![A-Za-z\\])[A-Za-z](?![A-Za-z])"  # a single letter: not a word, not \command
-
-
 _ALGEBRA_RE = re.compile(rf"{_LETTER}\s*[-+*/^(]|[-+*/^)]\s*{_LETTER}|\d\s*{_LETTER}")
-
-
 _VARIABLE_RE = re.compile(rf"\s*({_LETTER}(?:_\{{?\w+\}}?)?(?:\({_LETTER}\))?)\s*")  # x, x_1, f(x)
-
-
 _APPROX_RE = re.compile(r"\\approx(?![A-Za-z])|\u2248")
-
-
 _GLUED_UNIT_RE = re.compile(r"(?<=\d)(?=[A-Za-z]{2,})")  # 18dollars -> 18 dollars
-
-
 _UNIT_POWER_RE = re.compile(r"(\d\s*)([A-Za-z]{2,}|m)\s*(?:\^\s*\{?\s*[23]\s*\}?|[\u00b2\u00b3])")
-
-
 # a variable or function named between words: "the largest n is 34", "the domain of f(x) is 19"
 _NAMED_VARIABLE_RE = re.compile(r"(?<=[A-Za-z]{2} )[A-Za-z](?:\([A-Za-z]\))?(?= [A-Za-z]{2})")
-
-
 _SPACE_THOUSANDS_RE = re.compile(r"[-+]?[1-9]\d{0,2}(?: \d{3})+(?:\.\d+)?")  # 1 000 000
-
-
 # A number in a sentence: 18, -3, 1,234.5, 3/4, 2 1/2 (a rate unit may follow: 18/hour).
 _NUMBER_IN_TEXT_RE = re.compile(
     rf"(?<![\w.,/])[-+]?(?:\d+\s+\d+\s*/\s*\d+"
     rf"|{NUMBER_PATTERN}(?:\s*/\s*{NUMBER_PATTERN})?)(?!\w|[.,]\d|\s*/\s*[\d.])"
 )
-
-
 _SENTENCE_RE = re.compile(r"[A-Za-z'\s\",.;:!?()/-]*")  # what may surround the number(s)
-
-
 MATH_WORDS = {"pi", "sqrt", "e", "i", "inf", "infty", "mod", "log", "ln", "sin", "cos", "tan"}
-
-
-_VALUE_WORDS = {  # they change the number next to them, so a sentence holding one fails closed
-    "not",
-    "no",
-    "never",
-    "nor",
-    "cannot",
-    "wrong",
-    "incorrect",
-    "or",
-    "than",
-    "less",
-    "more",
-    "fewer",
-    "least",
-    "most",
-    "over",
-    "under",
-    "above",
-    "below",
-    "about",
-    "around",
-    "roughly",
-    "approximately",
-    "nearly",
-    "almost",
-    "between",
-    "plus",
-    "minus",
-    "negative",
-    "times",
-    "twice",
-    "double",
-    "triple",
-    "half",
-    "halves",
-    "third",
-    "thirds",
-    "quarter",
-    "quarters",
-    "square",
-    "squared",
-    "cube",
-    "cubed",
-    "root",
-    "power",
-}
+# Words that change the number next to them, so a sentence holding one fails closed.
+_VALUE_WORDS = set(
+    "not no never nor cannot wrong incorrect or than less more fewer least most over under above below about"
+    " around roughly approximately nearly almost between plus minus negative times twice double triple half"
+    " halves third thirds quarter quarters square squared cube cubed root power".split()
+)
 
 
 def final_statement(s: str) -> str:
@@ -236,9 +118,7 @@ def _changes_value(word: str) -> bool:
     """A word that makes a sentence's number unsafe to read: a value word ("not", "about"),
     math (``pi``, ``e``, a single letter but the articles "a", "A" and the pronoun "I")."""
     w = word.lower()
-    if word in ("a", "A", "I"):
-        return False
-    return w in _VALUE_WORDS or w in MATH_WORDS or w.endswith("n't") or len(w) == 1
+    return word not in ("a", "A", "I") and (w in _VALUE_WORDS or w in MATH_WORDS or w.endswith("n't") or len(w) == 1)
 
 
 def _single_number(s: str) -> str:

@@ -20,32 +20,23 @@ from fractions import Fraction
 from text_to_num import Token, find_numbers
 
 MAX_ANSWER_CHARS = 500  # longer answers are not graded (fail closed)
-
-
 FRAC_RE = re.compile(r"\\[dt]?frac\s*(?:\{\s*([-+]?\d+)\s*\}|(\d))\s*(?:\{\s*(\d+)\s*\}|(\d))")
-
-
 _THOUSANDS_RE = re.compile(r"[-+]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?")  # not 0,500: a decimal
-
-
 _DECIMAL_COMMA_RE = re.compile(r"[-+]?\d+,\d+")  # one comma, not thousands: 3,5  0,111  1000,99
-
-
 # 1,234.5 (proper groups), 18, 2,74 (a decimal comma), .5
 NUMBER_PATTERN = r"(?:(?:[1-9]\d{0,2}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?|\d+,\d+|\.\d+)"
-
-
 _MAGNITUDES = {"hundred": 100, "thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12, "dozen": 12}
-
-
 SCALED_RE = re.compile(
     rf"(?<![\w.,])({NUMBER_PATTERN})(?:[eE]([-+]?\d{{1,3}})(?![\w.])"
     rf"|((?:\s*(?:{'|'.join(_MAGNITUDES)})s?\b)+))",
     re.IGNORECASE,
 )
-
-
 WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")  # a word; LaTeX commands are not words
+_NUMBER_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)")
+_MIXED_RE = re.compile(r"([-+]?)(\d+)\s+(\d+)\s*/\s*(\d+)")
+_OPERATORS = {"\\times": "*", "\\cdot": "*", "\u00d7": "*", "\u22c5": "*", "\\div": "/", "\u00f7": "/"}
+_ARITHMETIC_RE = re.compile(r"[\d.\s()+\-*/]+")
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 
 
 def plain_number(n: str) -> str:
@@ -58,6 +49,7 @@ def plain_number(n: str) -> str:
 
 
 def frac_to_slash(m: re.Match) -> str:
+    """A :data:`FRAC_RE` match as a slash: ``\\frac{3}{4}`` -> ``3/4``; ``2\\frac12`` -> ``2 1/2``."""
     num, den = m.group(1) or m.group(2), m.group(3) or m.group(4)
     before = m.string[: m.start()].rstrip()
     return (" " if before[-1:].isdigit() else "") + f"{num}/{den}"  # 2\frac12 is 2 1/2
@@ -95,24 +87,6 @@ def words_to_digits(s: str) -> str:
             start, end = tokens[number.start].match.start(), tokens[number.end - 1].match.end()
             s = s[:start] + number.text + s[end:]
     return s
-
-
-_DECIMAL = r"(?:\d+\.?\d*|\.\d+)"
-
-
-_NUMBER_RE = re.compile(rf"[-+]?{_DECIMAL}")
-
-
-_MIXED_RE = re.compile(r"([-+]?)(\d+)\s+(\d+)\s*/\s*(\d+)")
-
-
-_OPERATORS = {"\\times": "*", "\\cdot": "*", "\u00d7": "*", "\u22c5": "*", "\\div": "/", "\u00f7": "/"}
-
-
-_ARITHMETIC_RE = re.compile(r"[\d.\s()+\-*/]+")
-
-
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 
 
 def _arithmetic(node: ast.AST, source: str) -> Fraction:

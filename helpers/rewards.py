@@ -1,78 +1,45 @@
-"""GRPO reward functions for the XML answer format: checked and layout-only (the originals are in
-:mod:`helpers.original_rewards`).
+"""GRPO reward functions for the XML answer format, in two sets; notebook 03 compares them with the
+originals (:mod:`helpers.original_rewards`) and shows where each original fails.
 
-Three generations of the same five functions, so that the course can show what each fix buys:
+- ``layout_*`` (:data:`LAYOUT_REWARD_FUNCS`): the originals with their parsing fixed (correctness by
+  :func:`helpers.grading.is_correct` on the single ``<answer>`` block, signed and comma integers,
+  multi-line blocks, end-of-turn tokens ignored), still paying for the *layout* alone. Hackable: the
+  system prompt's own template ``<reasoning>\\n...\\n</reasoning>\\n<answer>\\n...\\n</answer>`` earns
+  all 1.5 format points, and a 135M policy trained with them learns exactly that (notebook 05).
+- The defaults (:data:`REWARD_FUNCS`) also check the *content* (:func:`content_checked`): real
+  reasoning (:func:`is_real_reasoning`) and a number in the answer (:func:`is_parseable_answer`). The
+  integer reward (there to teach GSM8K's integer answers) pays only after real work: paid alone, it
+  rewarded answering with any number of the question. The template copy scores 0 on every one of them.
 
-1. ``original_*`` (:mod:`helpers.original_rewards`) - willccbb's GRPO demo, copied into Unsloth's
-   Qwen2.5 GRPO notebook, verbatim (minus a print). Their parsing failures, each fixed in 2 and 3:
-
-   - correctness compares strings: ``$1,234`` vs ``1234`` or ``29.00`` vs ``29`` score 0; and it
-     takes the text after the *last* ``<answer>``, so two hedged answers score 2.0.
-     Fixed: ``helpers.grading`` (one ``<answer>`` block, math equivalence, an evaluated number:
-     ``8 + 9`` for 17 scores 0).
-   - int reward uses ``str.isdigit``: ``-3`` and ``1,000`` are "not integers".
-   - strict/soft format use ``.`` without ``re.DOTALL``: multi-line reasoning never matches;
-     strict also demands a final ``\\n``, soft rejects leading whitespace.
-   - xmlcount penalizes a completion that ends right after ``</answer>`` by its whole length,
-     and counts a trailing ``<|im_end|>`` as junk.
-
-2. ``layout_*`` (:data:`LAYOUT_REWARD_FUNCS`) - the parsing fixed, but the format rewards still
-   look at the *layout* only, as the originals do. They are hackable: the system prompt's own
-   template ``<reasoning>\\n...\\n</reasoning>\\n<answer>\\n...\\n</answer>`` earns all 1.5
-   format points. A 135M policy trained with them learns exactly that (notebook 05).
-
-3. The default functions (:data:`REWARD_FUNCS`) - the format rewards also check the *content*
-   (:func:`content_checked`): a closed reasoning block must be real work
-   (:func:`is_real_reasoning`: a number the prompt does not hold, so a restated fact of the question
-   is not work) and a closed answer block must hold a number (:func:`is_parseable_answer`). The
-   integer reward pays only for an integer answer after real work: it is there to teach the answer's
-   form (GSM8K's labels are integers), and paid alone it rewarded answering with any number of the
-   question. The template copy scores 0 on every one of them.
-
-All functions take TRL's keyword arguments (``prompts``, ``completions``, ``answer`` column,
-...) and return one float per completion. Completions may be conversational
+All functions take TRL's keyword arguments (``prompts``, ``completions``, ``answer`` column, ...) and
+return one float per completion. Completions may be conversational
 (``[[{"role": "assistant", "content": "..."}], ...]``) or plain strings.
 """
 
 from __future__ import annotations
 
 import re
+from fractions import Fraction
+from operator import add, mul, sub, truediv
 
 from helpers.grading import extract_answer, extract_boxed, extract_xml_block, is_correct
 from helpers.normalize import normalize_answer
 from helpers.numbers import parse_number
 
 CORRECT, INTEGER, FORMAT = 2.0, 0.5, 0.5
-
-
 XML_TAG, XML_TRAILING_PER_CHAR = 0.125, 0.001
 
-
 _EOS_RE = re.compile(r"(?:\s*(?:<\|im_end\|>|<\|endoftext\|>|<\|eot_id\|>|</s>))+\s*\Z")
-
-
 _STRICT_RE = re.compile(r"<reasoning>\n(.+?)\n</reasoning>\n<answer>\n(.+?)\n</answer>\n?", re.S)
-
-
 _SOFT_RE = re.compile(r"\s*<reasoning>(.+?)</reasoning>\s*<answer>(.+?)</answer>", re.S)
-
-
 _TAGS = ("<reasoning>", "</reasoning>", "<answer>", "</answer>")
-
-
+_XML_COUNTED = ("<reasoning>\n", "\n</reasoning>\n", "\n<answer>\n", "\n</answer>")  # count_xml's tags
 _INT_RE = re.compile(r"[-+]?\d+")
-
-
 _ALNUM_RE = re.compile(r"[^\W_]")  # a letter or digit, any script
-
-
-_NUMBER_RE = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
-
-
 _NUM = r"(\d+(?:,\d{3})*(?:\.\d+)?)"
-
-
+_NUMBER_RE = re.compile(_NUM)
 _EQUATION_RE = re.compile(_NUM + r"\s*([-+*/x×÷−])\s*" + _NUM + r"\s*=\s*" + _NUM)  # a op b = c
+_OPS = {op: f for ops, f in (("+", add), ("-−", sub), ("*x×", mul), ("/÷", truediv)) for op in ops}
 
 
 def completion_texts(completions) -> list[str]:
@@ -97,14 +64,6 @@ def strip_eos(text: str) -> str:
     return _EOS_RE.sub("", text)
 
 
-def _one_of_each_tag(text: str) -> bool:
-    return all(text.count(tag) == 1 for tag in _TAGS)
-
-
-def _blocks_filled(m: re.Match | None) -> bool:
-    return bool(m) and all(g.strip() for g in m.groups())
-
-
 # ----------------------------------------------------------------- content checks (anti-hacking)
 def prompt_texts(prompt) -> list[str]:
     """The texts of one TRL prompt: a string, or the ``content`` of each chat message.
@@ -121,14 +80,10 @@ def prompt_texts(prompt) -> list[str]:
     return [m.get("content") or "" for m in prompt if isinstance(m, dict)]
 
 
-def _squash(text: str) -> str:
-    return " ".join(text.split())
-
-
 def is_copied(block: str, sources: list[str]) -> bool:
     """True when ``block`` (whitespace collapsed) appears verbatim inside one of ``sources``."""
-    block = _squash(block)
-    return bool(block) and any(block in _squash(source) for source in sources)
+    block = " ".join(block.split())
+    return bool(block) and any(block in " ".join(source.split()) for source in sources)
 
 
 def is_placeholder(block: str | None, sources: list[str] = ()) -> bool:
@@ -142,24 +97,19 @@ def is_placeholder(block: str | None, sources: list[str] = ()) -> bool:
 
 def numbers_in(text: str) -> set:
     """The numbers written in ``text`` as exact values: ``"1,000 and 2.50 or 3"`` -> ``{1000, 5/2, 3}``."""
-    from fractions import Fraction
-
     return {Fraction(m.replace(",", "")) for m in _NUMBER_RE.findall(text)}
 
 
 def is_real_reasoning(block: str | None, sources: list[str] = ()) -> bool:
     """Reasoning that is real work: it holds a number that none of ``sources`` (the prompt's texts,
-    the question included) holds - a result it computed, as the 9 of ``16 - 3 - 4 = 9`` - and is not a
-    placeholder (:func:`is_placeholder`: ``...``, or text copied from the prompt). ``None`` -> False.
+    the question included) holds - a result it computed, as the 9 of ``16 - 3 - 4 = 9`` - or a true
+    one-operation equation (:func:`has_true_equation`: the ``81 / 9 = 9`` of "81 cards into boxes of
+    9"), and is not a placeholder (:func:`is_placeholder`). ``None`` -> False.
 
     A restated fact of the question (``Hugo has 35 cookies.``) is not work: a 135M policy learned to
-    write exactly that, then answer with one of the question's numbers, under the earlier check
-    ("a digit"). Still a check, not a proof of work: ``"2 + 2 = 4"`` passes where the question has no 4.
-    Only the correctness reward cannot be paid without solving the problem.
-
-    A true one-operation equation also counts, when its result happens to be in the question: the
-    ``81 / 9 = 9`` of "81 cards into boxes of 9" (a bug: that correct solution was paid no format
-    reward). ``35 / 5 = 35`` is no such equation.
+    write exactly that, then answer with one of the question's numbers. Still a check, not a proof of
+    work (``"2 + 2 = 4"`` passes where the question has no 4): only the correctness reward needs the
+    problem solved.
     """
     if block is None or is_placeholder(block, sources):
         return False
@@ -170,28 +120,16 @@ def is_real_reasoning(block: str | None, sources: list[str] = ()) -> bool:
 def has_true_equation(text: str) -> bool:
     """True when ``text`` holds an equation ``a op b = c`` (op one of ``+ - * / x × ÷``) that holds
     exactly: ``"81 / 9 = 9"`` -> True, ``"35 / 5 = 35"`` -> False, ``"1,000 - 1 = 999"`` -> True."""
-    from fractions import Fraction
-
-    apply = {
-        "+": lambda a, b: a + b,
-        "-": lambda a, b: a - b,
-        "−": lambda a, b: a - b,
-        "*": lambda a, b: a * b,
-        "x": lambda a, b: a * b,
-        "×": lambda a, b: a * b,
-        "/": lambda a, b: a / b if b else None,
-        "÷": lambda a, b: a / b if b else None,
-    }
     for a, op, b, c in _EQUATION_RE.findall(text):
         a, b, c = (Fraction(v.replace(",", "")) for v in (a, b, c))
-        if apply[op](a, b) == c:
+        if (b or op not in "/÷") and _OPS[op](a, b) == c:
             return True
     return False
 
 
 def is_parseable_answer(block: str | None) -> bool:
     """An answer block that holds a number after :func:`helpers.grading.normalize_answer`
-    (``\\boxed{}`` unwrapped): ``18``, ``$1,234``, ``-3``, ``0.5``, ``3/4``, ``18 dollars``.
+    (``\\boxed{}`` unwrapped): ``18``, ``$1,234``, ``-3``, ``0.5``, ``3/4``, ``18 dollars``,
     ``3,5`` (a decimal comma: 3.5). ``...``, ``x`` or ``None`` -> False (GSM8K's answers are
     all numbers)."""
     if block is None:
@@ -214,14 +152,15 @@ def content_checked(text: str, sources: list[str] = ()) -> bool:
     return "</answer>" not in text or is_parseable_answer(answer)
 
 
-def _sources(prompts, n: int) -> list[list[str]]:
-    """Per-completion prompt texts; TRL passes one prompt per completion."""
+def _with_sources(prompts, completions) -> list[tuple[str, list[str]]]:
+    """(text, prompt texts) per completion; TRL passes one prompt per completion."""
+    texts = completion_texts(completions)
     if prompts is None:
-        return [prompt_texts(None)] * n
+        return [(t, prompt_texts(None)) for t in texts]
     prompts = list(prompts)
-    if len(prompts) != n:
-        raise ValueError(f"{n} completions but {len(prompts)} prompts")
-    return [prompt_texts(p) for p in prompts]
+    if len(prompts) != len(texts):
+        raise ValueError(f"{len(texts)} completions but {len(prompts)} prompts")
+    return [(t, prompt_texts(p)) for t, p in zip(texts, prompts)]
 
 
 # ----------------------------------------------------------------------- reward functions
@@ -262,28 +201,34 @@ def int_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list
     Raises:
         ValueError: ``prompts`` given with a length other than ``completions``'.
     """
-    texts = completion_texts(completions)
     return [
         INTEGER
         if is_integer_answer(t)
         and content_checked(t, src)
         and is_real_reasoning(extract_xml_block(t, "reasoning"), src)
         else 0.0
-        for t, src in zip(texts, _sources(prompts, len(texts)))
+        for t, src in _with_sources(prompts, completions)
     ]
+
+
+def _layout(text: str, match) -> bool:
+    """Each tag exactly once, ``match(text)`` matches and no block of it is blank."""
+    if not all(text.count(tag) == 1 for tag in _TAGS):
+        return False
+    m = match(text)
+    return bool(m) and all(g.strip() for g in m.groups())
 
 
 def strict_layout(text: str) -> bool:
     """Exactly ``<reasoning>\\n…\\n</reasoning>\\n<answer>\\n…\\n</answer>`` (optional final
     ``\\n``, then only end-of-turn tokens); blocks may span lines but not be blank; each tag once."""
-    text = strip_eos(text)
-    return _one_of_each_tag(text) and _blocks_filled(_STRICT_RE.fullmatch(text))
+    return _layout(strip_eos(text), _STRICT_RE.fullmatch)
 
 
 def soft_layout(text: str) -> bool:
     """``<reasoning>…</reasoning>`` then ``<answer>…</answer>``, any whitespace around and between,
     trailing text allowed; blocks not blank; each tag exactly once."""
-    return _one_of_each_tag(text) and _blocks_filled(_SOFT_RE.match(text))
+    return _layout(text, _SOFT_RE.match)
 
 
 def layout_strict_format_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list[float]:
@@ -305,18 +250,16 @@ def layout_xmlcount_reward_func(prompts=None, completions=(), answer=None, **kwa
 def strict_format_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list[float]:
     """0.5 for the strict layout (:func:`strict_layout`) holding real reasoning and a number.
 
-    Both blocks must pass :func:`content_checked`: reasoning with a digit that is not copied from
-    the prompt (``prompts``, TRL's; default the course's system prompt), and an answer that
+    Both blocks must pass :func:`content_checked`: reasoning with a number that is not in the
+    prompt (``prompts``, TRL's; default the course's system prompt), and an answer that
     parses as a number. ``<reasoning>\\n9 * 2 = 18\\n</reasoning>\\n<answer>\\n18\\n</answer>``
     -> 0.5; the template copy, or reasoning ``"Let me think."`` -> 0.0.
 
     Raises:
         ValueError: ``prompts`` given with a length other than ``completions``'.
     """
-    texts = completion_texts(completions)
     return [
-        FORMAT if strict_layout(t) and content_checked(t, src) else 0.0
-        for t, src in zip(texts, _sources(prompts, len(texts)))
+        FORMAT if strict_layout(t) and content_checked(t, s) else 0.0 for t, s in _with_sources(prompts, completions)
     ]
 
 
@@ -327,11 +270,7 @@ def soft_format_reward_func(prompts=None, completions=(), answer=None, **kwargs)
     Raises:
         ValueError: ``prompts`` given with a length other than ``completions``'.
     """
-    texts = completion_texts(completions)
-    return [
-        FORMAT if soft_layout(t) and content_checked(t, src) else 0.0
-        for t, src in zip(texts, _sources(prompts, len(texts)))
-    ]
+    return [FORMAT if soft_layout(t) and content_checked(t, s) else 0.0 for t, s in _with_sources(prompts, completions)]
 
 
 def count_xml(text: str) -> float:
@@ -341,17 +280,9 @@ def count_xml(text: str) -> float:
     text; the result is never negative. Gold format -> 0.5, with or without the final ``\\n``.
     """
     text = strip_eos(text)
-    count = 0.0
-    if text.count("<reasoning>\n") == 1:
-        count += XML_TAG
-    if text.count("\n</reasoning>\n") == 1:
-        count += XML_TAG
-    if text.count("\n<answer>\n") == 1:
-        count += XML_TAG
+    count = XML_TAG * sum(text.count(tag) == 1 for tag in _XML_COUNTED)
     if text.count("\n</answer>") == 1:
-        count += XML_TAG
-        trailing = text.split("\n</answer>")[-1].strip()
-        count -= len(trailing) * XML_TRAILING_PER_CHAR
+        count -= len(text.split("\n</answer>")[-1].strip()) * XML_TRAILING_PER_CHAR
     return max(count, 0.0)
 
 
@@ -365,8 +296,7 @@ def xmlcount_reward_func(prompts=None, completions=(), answer=None, **kwargs) ->
     Raises:
         ValueError: ``prompts`` given with a length other than ``completions``'.
     """
-    texts = completion_texts(completions)
-    return [count_xml(t) if content_checked(t, src) else 0.0 for t, src in zip(texts, _sources(prompts, len(texts)))]
+    return [count_xml(t) if content_checked(t, s) else 0.0 for t, s in _with_sources(prompts, completions)]
 
 
 REWARD_FUNCS = [
@@ -376,8 +306,6 @@ REWARD_FUNCS = [
     int_reward_func,
     correctness_reward_func,
 ]
-
-
 LAYOUT_REWARD_FUNCS = [
     layout_xmlcount_reward_func,
     layout_soft_format_reward_func,
@@ -385,7 +313,6 @@ LAYOUT_REWARD_FUNCS = [
     layout_int_reward_func,
     correctness_reward_func,
 ]
-
 REWARD_SETS = {"checked": REWARD_FUNCS, "layout": LAYOUT_REWARD_FUNCS}  # what `python -m helpers train --rewards` names
 
 

@@ -22,7 +22,6 @@ import threading
 _WORKER_START_TIMEOUT_S = 60.0  # importing sympy in a fresh process on a busy machine
 
 
-# ------------------------------------------------- Math-Verify in a killable worker process
 def parse_latex(s: str):
     """The whole string parsed as LaTeX by Math-Verify's own normaliser and parser, or None.
 
@@ -68,9 +67,8 @@ def _serve() -> None:
     logging.getLogger("math_verify").setLevel(logging.ERROR)  # silence "timeout disabled"
     out = sys.stdout
     sys.stdout = sys.stderr  # stray prints must not corrupt the protocol
-    # Warm up before "ready": Math-Verify's first comparison loads its LaTeX grammar and sympy's
-    # parsers (over 1 s on a busy machine), which would otherwise count against the first
-    # comparison's time limit and grade a right answer wrong (seen in CI under load: \sqrt{4} vs 2).
+    # Warm up before "ready": the first comparison loads Math-Verify's LaTeX grammar and sympy's parsers
+    # (over 1 s on a busy machine), which would count against its time limit and grade \sqrt{4} vs 2 wrong.
     _mv_compare("\\sqrt{4}", "2")
     out.write("ready\n")
     out.flush()
@@ -150,12 +148,12 @@ class _Worker:
 
 _WORKER = _Worker()
 atexit.register(_WORKER.close)
-
-
 VERDICT_CACHE: dict[tuple[str, str], str] = {}  # (pred, gold) -> verdict, bounded below
 
 
 def symbolic_verdict(pred: str, gold: str, timeout: float) -> str:
+    """Math-Verify's verdict on two normalized answers, within ``timeout`` seconds: "equal",
+    "not_equal", "gold_unparseable", "timeout" (the worker was killed) or "no_worker"."""
     key = (pred, gold)
     if key in VERDICT_CACHE:
         return VERDICT_CACHE[key]

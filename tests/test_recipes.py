@@ -22,4 +22,4 @@ def test_names_and_lookup():
     with pytest.raises(KeyError, match="no recipe"):
         recipe_of("cpu-nothing")
     table = recipe_table()
-    assert list(table.index) == list(RECIPES) and "exploration-2026-12" in table.loc["g4", "runs (results/)"]
+    assert list(table.index) == list(RECIPES) and "22a31b9" in table.loc["g4", "runs (results/)"]

@@ -8,6 +8,7 @@ report; exits 1 when anything but the times differs.
     python cpu_study/experiments/compare_runs.py RUN_A RUN_B
 """
 
+import argparse
 import csv
 import hashlib
 import json
@@ -52,4 +53,8 @@ def main(a: Path, b: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1]), Path(sys.argv[2])))
+    parser = argparse.ArgumentParser(description="Do two `make train` runs agree record for record? Exit 1 if not.")
+    parser.add_argument("run_a", type=Path, help="a run folder (outputs/grpo-cpu of one clone)")
+    parser.add_argument("run_b", type=Path, help="the other run folder")
+    args = parser.parse_args()
+    sys.exit(main(args.run_a, args.run_b))

@@ -9,7 +9,7 @@ per group (the same values and gradients, tests/test_loop.py); sampling is plain
 Writes results/scratch-variants/<variant>/{metrics.csv,summary.json}.
 """
 
-import sys
+import argparse
 from pathlib import Path
 
 from helpers.training.loop_runs import run_variant
@@ -18,7 +18,13 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "results" / "scratch-variants"
 COLD_START = ROOT / "outputs" / "grpo-cpu" / "cold_start"  # `make train`'s merged cold start
 
-for variant in sys.argv[1:]:
+parser = argparse.ArgumentParser(
+    description="Run variants of notebook 07's from-scratch loop from make train's cold start."
+)
+parser.add_argument(
+    "variants", nargs="+", choices=("reinforce", "std", "clip", "kl"), help="the variants to run, in order"
+)
+for variant in parser.parse_args().variants:
     run_variant(
         variant,
         cold_start=COLD_START,

@@ -1,27 +1,22 @@
 """Install the course's pinned stack into the running Python (Colab's install cell calls this).
 
 Run from a clone's root as ``python -m helpers.colab.install``; the install cell calls
-:func:`install_once`. Neither imports torch, so the notebook kernel that started it can still
-import the freshly installed versions. Three stacks (:func:`choose_stack`):
+:func:`install_once`. Neither imports torch, so the kernel can still import the freshly installed
+versions. Three stacks (:func:`choose_stack`), each a list of pip commands (:func:`pip_commands`):
 
 * ``unsloth`` (a T4, or a bf16 GPU with >= 20 GiB: the ``t4`` and ``bf16`` profiles):
   ``requirements.txt`` (Unsloth + vLLM 0.11.2, torch 2.9, ``torchao<0.18``), then
   ``requirements/nodeps.txt`` with ``--no-deps``.
 * ``trl`` (any other CUDA GPU, or ``GRPO_PROFILE=cuda`` / ``GRPO_STACK=trl``): the shared pins and
   trl only, keeping the runtime's own CUDA torch: no Unsloth, no vLLM.
-* ``cpu`` (no GPU): the shared pins and SmolLM2, keeping the torch already installed (Colab's CPU
-  runtime has one; on your own machine use ``make`` instead, which builds a venv with torch 2.13 CPU).
+* ``cpu`` (no GPU, or a notebook that needs none, ``tools/notebook_cells.py``'s ``CPU_NOTEBOOKS``): the
+  shared pins and SmolLM2, keeping the installed torch (on your own machine use ``make`` instead).
 
-Every stack pins the runtime's own numpy and pillow (:func:`runtime_pins`), as Unsloth's Colab
-T4 notebook does: the kernel has usually loaded them already, and a new version on disk under a
-loaded module breaks later imports. A runtime version the stack cannot take is not pinned (pip
-chooses, and :func:`install_once` asks for a restart): vLLM 0.11.2 pins numba 0.61.2, which needs
-numpy < 2.3 (:data:`STACK_BOUNDS`). trl is held at ``requirements/nodeps.txt``'s pin in every step
-(``-c``), so that Unsloth's ``trl<=1.15`` does not pull the newest trl first. Finally the course
-package itself, editable, without dependencies.
-
-A notebook that needs no GPU (``tools/notebook_cells.py``'s ``CPU_NOTEBOOKS``) asks for the ``cpu`` stack
-whatever the runtime (``install_once(root, stack="cpu")``): no Unsloth, no vLLM, no torch downgrade.
+Every stack pins the runtime's own numpy and pillow (:func:`runtime_pins`), as Unsloth's Colab T4
+notebook does: a new version on disk under a loaded module breaks later imports; a version the stack
+cannot take (:data:`STACK_BOUNDS`) is left to pip, and :func:`install_once` asks for a restart. trl is
+held at ``requirements/nodeps.txt``'s pin in every step (``-c``), so that Unsloth's ``trl<=1.15`` does
+not pull the newest trl first. Last, the course package itself, editable, without dependencies.
 """
 
 from __future__ import annotations
@@ -34,45 +29,26 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
 MARKER = ".installed"
-
-
 STACKS = ("unsloth", "trl", "cpu")
-
-
 PINNED_FROM_RUNTIME = ("numpy", "pillow")
-
-
 # What a stack's pinned wheels allow of PINNED_FROM_RUNTIME; a runtime version outside is not pinned.
 # vllm 0.11.2 requires numba==0.61.2 (its METADATA), numba 0.61.2 requires numpy>=1.24,<2.3.
 STACK_BOUNDS = {"unsloth": {"numpy": ">=1.24,<2.3"}}
-
-
 CONSTRAINTS = "requirements/nodeps.txt"  # trl==0.22.2, held in the resolving step too (-c)
-
-
-# Modules that, once loaded in the kernel, need a restart when the install changes their version.
-WATCHED = {
-    "numpy": "numpy",
-    "PIL": "pillow",
-    "torch": "torch",
-    "scipy": "scipy",
-    "pandas": "pandas",
-    "pyarrow": "pyarrow",
-    "matplotlib": "matplotlib",
-    "transformers": "transformers",
-    "tokenizers": "tokenizers",
-    "safetensors": "safetensors",
-    "huggingface_hub": "huggingface-hub",
-    "datasets": "datasets",
-    "triton": "triton",
-}
+# {module: distribution} of the modules that, once loaded in the kernel, need a restart when the install changes them.
+WATCHED = {m: m for m in "numpy torch scipy pandas pyarrow matplotlib transformers tokenizers safetensors".split()}
+WATCHED |= {"datasets": "datasets", "triton": "triton", "PIL": "pillow", "huggingface_hub": "huggingface-hub"}
+VLLM_PYTHON_BELOW = (3, 14)  # vllm 0.11.2's METADATA: Requires-Python <3.14,>=3.10
 
 
 class RestartRequired(RuntimeError):
     """The install changed a package this kernel had already loaded."""
+
+
+def _check_stack(stack: str) -> None:
+    if stack not in STACKS:
+        raise ValueError(f"unknown stack {stack!r}; choose one of {STACKS}")
 
 
 def gpu_from_smi():
@@ -124,11 +100,8 @@ def choose_stack(gpu, asked: str | None = None) -> str:
 
 def runtime_pins(stack: str, versions: dict[str, str] | None = None) -> list[str]:
     """``["numpy==<installed>", "pillow==<installed>"]`` for those installed here whose version
-    the stack allows (:data:`STACK_BOUNDS`); ``versions`` replaces the installed ones (tests).
-
-    Pinning a version outside the bound makes pip fail (``ResolutionImpossible``: numpy 2.3 with
-    the ``unsloth`` stack's numba 0.61.2); left out, pip installs one that fits and
-    :func:`install_once` stops for a restart if the kernel had loaded the old one.
+    the stack allows (:data:`STACK_BOUNDS`; a pin outside it makes pip fail with ``ResolutionImpossible``,
+    left out pip picks one that fits); ``versions`` replaces the installed ones (tests).
 
     Raises:
         ValueError: unknown stack.
@@ -138,8 +111,7 @@ def runtime_pins(stack: str, versions: dict[str, str] | None = None) -> list[str
     except ImportError:  # a bare Python: pip carries its own copy
         from pip._vendor.packaging.specifiers import SpecifierSet
 
-    if stack not in STACKS:
-        raise ValueError(f"unknown stack {stack!r}; choose one of {STACKS}")
+    _check_stack(stack)
     pins = []
     for dist in PINNED_FROM_RUNTIME:
         try:
@@ -170,8 +142,7 @@ def pip_commands(stack: str, pins=()) -> list[list[str]]:
             pip + ["--no-deps", "-r", "requirements/cpu-nodeps.txt"],
         ],
     }
-    if stack not in first:
-        raise ValueError(f"unknown stack {stack!r}; choose one of {STACKS}")
+    _check_stack(stack)
     commands = first[stack]
     commands[0] = commands[0] + list(pins)
     return commands + [pip + ["--no-deps", "-r", "requirements/nodeps.txt"], pip + ["--no-deps", "-e", "."]]
@@ -206,9 +177,6 @@ def changed_versions(before: dict[str, str]) -> dict[str, tuple[str, str]]:
     return changed
 
 
-VLLM_PYTHON_BELOW = (3, 14)  # vllm 0.11.2's METADATA: Requires-Python <3.14,>=3.10
-
-
 def check_python(stack: str, python=sys.version_info) -> None:
     """Stop before pip when the Unsloth stack cannot install on this Python (vllm 0.11.2, Unsloth's
     T4 pin, needs Python < 3.14); no-op for the other stacks.
@@ -228,20 +196,20 @@ def check_python(stack: str, python=sys.version_info) -> None:
 def install_once(root=ROOT, run=subprocess.run, modules=None, stack: str | None = None, python=None) -> bool:
     """What the install cell does in Colab: install once per runtime (a ``.installed`` marker in
     ``root`` naming the stack), then stop if the kernel must restart. Returns False when already
-    installed. ``run`` runs the installer (``subprocess.run``); ``modules`` is what the kernel has
+    installed. ``run`` runs the installer (``subprocess.run``); ``modules``: what the kernel has
     loaded (``sys.modules``); ``stack="cpu"`` for a notebook that needs no GPU (else the hardware
     pick). Any stack serves a ``cpu`` notebook; a GPU notebook after a ``cpu`` one installs its own.
 
     Raises:
+        ValueError: an unknown ``stack``.
         RuntimeError: torch is already imported in this kernel (restart, run this cell first); or the
             Unsloth stack on Python 3.14 or later (:func:`check_python`), before pip runs.
-        RestartRequired: a package this kernel had loaded (:data:`WATCHED`) changed version.
-            "Run all" stops here instead of running on with mixed versions; after a restart,
-            "Run all" again skips the install.
+        RestartRequired: a package this kernel had loaded (:data:`WATCHED`) changed version: "Run all"
+            stops here instead of running on with mixed versions, and skips the install after a restart.
     """
     root, modules = Path(root), sys.modules if modules is None else modules
-    if stack is not None and stack not in STACKS:
-        raise ValueError(f"unknown stack {stack!r}; choose one of {STACKS}")
+    if stack is not None:
+        _check_stack(stack)
     marker = root / MARKER
     done = marker.read_text().strip() if marker.exists() else None
     if done is not None and (stack == "cpu" or done != "cpu"):  # "" (older marker) or "gpu": all installed

@@ -1,30 +1,20 @@
 """A Colab run: keeping it past a disconnect (Google Drive, the Hugging Face Hub, finding an adapter),
 and what it costs on a T4 (:func:`t4_estimates`, :func:`drive_cost`).
 
-In Colab every notebook runs on its own runtime and ``/content`` is wiped when the runtime goes,
-so notebook 06 never sees an adapter that notebook 05 left in ``/content``, and a multi-hour run
-kept there is lost on any disconnect. Two places survive:
+In Colab every notebook runs on its own runtime and ``/content`` is wiped when the runtime goes, so
+notebook 06 never sees an adapter notebook 05 left there. Two places survive:
 
-* **Google Drive** (:func:`output_dir`): the run's folder, checkpoints included
-  (:mod:`helpers.training` saves one every ``profile.save_steps`` steps, keeps the last
-  :data:`DRIVE_CHECKPOINTS` on Drive and resumes from the newest that loads), goes to
-  ``/content/drive/MyDrive/grpo-course/outputs/grpo-<profile>``. On by default in Colab for a
-  profile that saves checkpoints (the GPU profiles: multi-hour runs), off elsewhere
-  (:func:`drive_default`); ``GRPO_DRIVE=1``/``0`` or the notebooks' ``USE_DRIVE`` decide instead.
-  Drive is mounted with ``google.colab.drive.mount`` on first use (Colab asks for permission), also
-  when notebook 06 is given a path under ``/content/drive`` (:func:`locate_adapter`).
-  ``GRPO_DRIVE_DIR`` points it at any folder instead (a synced folder on your machine; the tests
-  use a temporary one). Merged models (6.2 GB for the 3B model) never go there (:func:`merged_dir`).
-  What a run costs on Drive: :func:`drive_cost`.
-* **The Hub** (:func:`push_adapter`, :func:`pull_adapter`): the adapter folder uploaded to a
-  private model repo and downloaded again. A local folder is what vLLM loads a LoRA from, so
-  pulling means downloading (``huggingface_hub.snapshot_download``), not
-  ``PeftModel.from_pretrained(repo_id)``. The token comes from ``HF_TOKEN`` (in Colab, the
-  ``HF_TOKEN`` secret) or ``huggingface-cli login``.
+* **Google Drive** (:func:`output_dir`): the run's folder, checkpoints included (the last
+  :data:`DRIVE_CHECKPOINTS` kept; training resumes from the newest that loads), under
+  ``/content/drive/MyDrive/grpo-course/outputs/grpo-<profile>``. On by default in Colab for a profile that
+  saves checkpoints (:func:`drive_default`); ``GRPO_DRIVE_DIR`` points it at any folder instead (a synced
+  folder, the tests' temporary one). Merged models never go there (:func:`merged_dir`).
+* **The Hub** (:func:`push_adapter`, :func:`pull_adapter`): the adapter folder in a private model repo,
+  downloaded to a local folder again (vLLM loads a LoRA from disk). The token comes from ``HF_TOKEN``
+  (in Colab, the ``HF_TOKEN`` secret) or ``huggingface-cli login``.
 
-:func:`check_adapter_dir` says whether a folder holds a saved LoRA adapter; :func:`locate_adapter`
-turns what notebook 06 is given (a local folder, a Drive folder or a Hub
-id) into a local adapter folder, or says exactly what to do when there is none.
+:func:`locate_adapter` turns what notebook 06 is given (a local folder, a Drive folder or a Hub id) into a
+local adapter folder (:func:`check_adapter_dir`), or says exactly what to do when there is none.
 """
 
 from __future__ import annotations
@@ -34,19 +24,11 @@ import re
 from pathlib import Path
 
 DRIVE_MOUNT = Path("/content/drive")
-
-
 DRIVE_SUBDIR = "grpo-course"  # inside MyDrive
-
-
 # Checkpoints kept on Drive (save_total_limit): two, so that a newest one cut off mid-upload (a disconnect)
 # leaves the one before to resume from; each one rotated out probably goes to Drive's trash (drive_cost).
 DRIVE_CHECKPOINTS = 2
-
-
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")  # owner/name
-
-
 TRUE, FALSE = ("1", "true", "yes"), ("0", "false", "no")
 
 
@@ -133,13 +115,11 @@ OPTIMIZER_BYTES = {"adamw_8bit": 2, "paged_adamw_8bit": 2, "adamw_torch": 8}  # 
 
 
 def drive_cost(profile, lora_parameters: int) -> str:
-    """What one training run of ``profile`` writes to Drive, in GB (1e9 bytes): an estimate from
-    sizes, not measured. A checkpoint holds the LoRA weights in fp32 (4 bytes a parameter) and
-    AdamW's two moments (:data:`OPTIMIZER_BYTES`: 1 byte each in 8-bit, 4 in fp32); the scheduler,
-    random state and trainer state are a few kB. One checkpoint every ``save_steps`` steps, the last
-    :data:`DRIVE_CHECKPOINTS` kept (the T4: 2 x 0.72 GB on Drive at the end); the others are deleted
-    through the mount and, probably, land in Drive's trash, where they still count against the
-    quota until it is emptied (or 30 days). The final adapter adds 4 bytes a parameter.
+    """What one training run of ``profile`` writes to Drive, in GB (1e9 bytes), as a sentence: an estimate
+    from sizes, not measured. A checkpoint holds the LoRA weights in fp32 (4 bytes a parameter) and AdamW's
+    two moments (:data:`OPTIMIZER_BYTES`), plus a few kB of state. One every ``save_steps`` steps, the last
+    :data:`DRIVE_CHECKPOINTS` kept (the T4: 2 x 0.72 GB); the others are deleted through the mount and
+    probably count in Drive's trash until it is emptied (or 30 days). The final adapter adds 4 bytes a parameter.
 
     Raises:
         ValueError: ``profile.optim`` is not in :data:`OPTIMIZER_BYTES`.
@@ -251,18 +231,13 @@ def locate_adapter(spec, profile_name: str = "t4", *, download=None) -> Path:
 
 
 # ------------------------------------------------------- what a T4 run costs in time
-# Estimated times on a Colab T4: nothing in this course has run on one yet.
-#
-# The one measured number is Unsloth's: its Qwen2.5 (3B) GRPO notebook for a free Colab T4
-# (``unslothai/notebooks``, ``nb/Qwen2.5_(3B)-GRPO.ipynb``, its saved training output)
-# ran 250 steps in 1:40:29, 24.1 s a step, at the ``t4`` profile's sizes (4-bit
-# Qwen2.5-3B-Instruct, vLLM rollouts, LoRA rank 64, 8 completions a step) but with completions cut at
-# :data:`UNSLOTH_T4_MAX_COMPLETION` = 200 tokens, where the ``t4`` profile allows 512
-# (:mod:`helpers.training.profiles`). Longer completions cost decoding and training time, so the
-# measured time is a lower bound (for its own, older stack: see SOURCE) and the same time scaled by
-# 512 / 200 (every completion at the cap) an upper one. Everything else here is derived from it, or
-# assumed and said so: :func:`t4_estimates` is the table docs/t4.md and notebooks 05/06 quote
-# (``python -m helpers.colab.persist`` prints it).
+# Estimates: nothing in this course has run on a T4 yet. The one measured number is Unsloth's Qwen2.5 (3B)
+# GRPO notebook for a free Colab T4 (unslothai/notebooks, nb/Qwen2.5_(3B)-GRPO.ipynb, its saved output):
+# 250 steps in 1:40:29, 24.1 s a step, at the t4 profile's sizes (4-bit Qwen2.5-3B-Instruct, vLLM rollouts,
+# LoRA rank 64, 8 completions a step) but with completions cut at 200 tokens where the t4 profile allows
+# 512. So the measured time is a lower bound (for its own, older stack: see SOURCE) and the same scaled by
+# 512 / 200 an upper one. t4_estimates() is the table docs/t4.md and notebooks 05/06 quote
+# (``python -m helpers.colab.persist`` prints it); everything else is assumed and says so.
 UNSLOTH_T4_STEPS = 250
 UNSLOTH_T4_SECONDS = 1 * 3600 + 40 * 60 + 29  # 1:40:29
 UNSLOTH_T4_COMPLETIONS_PER_STEP = 8

@@ -1,23 +1,21 @@
-"""A curriculum for GRPO: which problems each stretch of steps trains on, easy to hard.
+"""A curriculum for GRPO: which problems each stretch of steps trains on, easy to hard. Read
+:func:`curriculum_dataset` first.
 
-GRPO learns only from groups whose completions score differently (a group that is all right or all
-wrong has zero advantages). So the prompts must sit where the policy succeeds *sometimes*. Easy to
-hard (one operation, then two, then GSM8K) is the course's choice, not part of DeepSeek-R1, whose RL
-stages use no difficulty schedule. The ``cpu`` profile's schedule is one phase, one- and
-two-operation problems in every batch, and no GSM8K: a 135M model after its cold start solves a share
-of one-operation problems, fewer two-operation ones and no GSM8K question (``results/cpu-varied``),
-so a GSM8K group is all wrong, teaches correctness nothing and costs a rollout (the schedules tried
-are in ``docs/LOG.md``). Schedules with more phases, GSM8K among them,
-are built the same way
+GRPO learns only from groups whose completions score differently (a group all right or all wrong has
+zero advantages), so the prompts must sit where the policy succeeds *sometimes*. Easy to hard is the
+course's choice, not part of DeepSeek-R1, whose RL stages use no difficulty schedule. The ``cpu``
+profile's schedule is one phase, one- and two-operation problems in every batch, and no GSM8K: after
+its cold start a 135M model solves a share of one-operation problems, fewer two-operation ones and no
+GSM8K question (``results/cpu-varied``), so a GSM8K group is all wrong and costs a rollout for nothing
+(the schedules tried: ``docs/LOG.md``). Schedules with more phases are built the same way
 (``Phase(1/3, ((1, 20),)), Phase(2/3, ((1, 20), (2, 20), GSM8K))``).
 
-A schedule is a tuple of :class:`helpers.training.profiles.Phase`: each takes a share of the steps and names its source
-(course-written problems of a difficulty, :mod:`helpers.data.problems`, or GSM8K train).
-:func:`curriculum_dataset` lays the prompts out in training order, and the trainer reads them in that
-order (``shuffle_dataset=False``): step ``s`` trains on the prompts of the phase that covers it.
-The schedule is fixed in advance, not adapted to the pass rate (DAPO's dynamic sampling drops groups
-whose pass rate is 0 or 1 and samples again; the log's ``frac_reward_zero_std`` shows how often that
-would have happened).
+A schedule is a tuple of :class:`helpers.training.profiles.Phase`: each takes a share of the steps and
+names its sources (course-written problems of a difficulty, :mod:`helpers.data.problems`, or GSM8K
+train). The trainer reads the prompts in order (``shuffle_dataset=False``): step ``s`` trains on the
+prompts of the phase that covers it. The schedule is fixed in advance, not adapted to the pass rate
+(DAPO's dynamic sampling drops groups whose pass rate is 0 or 1 and samples again; the log's
+``frac_reward_zero_std`` shows how often that would have happened).
 """
 
 from __future__ import annotations
@@ -38,16 +36,11 @@ def phase_steps(phases, batches: int) -> list[int]:
         raise ValueError("a curriculum needs at least one phase")
     if any(p.share <= 0 for p in phases) or not math.isclose(sum(p.share for p in phases), 1.0, abs_tol=1e-6):
         raise ValueError(f"phase shares must be positive and sum to 1, got {[p.share for p in phases]}")
-    counts, used = [], 0
-    for i, phase in enumerate(phases):
-        left = batches - used
-        if i == len(phases) - 1:
-            n = left
-        else:
-            n = min(left, max(1, math.floor(phase.share * batches + 0.5)))
-        counts.append(max(n, 0))
-        used += counts[-1]
-    return counts
+    counts = []  # every phase but the last: its share rounded, at least 1, at most what is left
+    for phase in phases[:-1]:
+        share = max(1, math.floor(phase.share * batches + 0.5))
+        counts.append(max(0, min(batches - sum(counts), share)))
+    return [*counts, max(0, batches - sum(counts))]  # the last phase: what is left
 
 
 def curriculum_dataset(
@@ -93,10 +86,8 @@ def curriculum_dataset(
                 columns[column].append(value)
             columns["phase"].append(phase.name)
         parts.append(f"{count} batches of {phase.name}")
-    return Dataset.from_dict(
-        columns,
-        info=DatasetInfo(description=f"curriculum, {prompts_per_batch} prompt(s) per batch: " + ", then ".join(parts)),
-    )
+    description = f"curriculum, {prompts_per_batch} prompt(s) per batch: " + ", then ".join(parts)
+    return Dataset.from_dict(columns, info=DatasetInfo(description=description))
 
 
 def _source_rows(source: tuple, start: int, n: int, seed: int, gsm8k_skip: int, family: str) -> list[tuple]:

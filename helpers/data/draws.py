@@ -2,8 +2,7 @@
 (:func:`split_of`), one problem's random choices (:class:`Draw`), the :class:`Problem` record, and
 :func:`draw_distinct`, the one drawer of :func:`helpers.data.problems.make_problems` and
 :func:`helpers.data.transfer.make_transfer_problems`. The wordings (:mod:`helpers.data.templates_varied`,
-:mod:`helpers.data.templates_fixed`, :mod:`helpers.data.transfer`) import this module; it imports none
-of them.
+:mod:`helpers.data.templates_fixed`, :mod:`helpers.data.transfer`) import this module, never the reverse.
 """
 
 from __future__ import annotations
@@ -13,65 +12,18 @@ import random
 from dataclasses import asdict, dataclass
 
 SPLITS = ("train", "dev", "test", "sealed")
-
 _SPLIT_OF_RESIDUE = {0: "sealed", 8: "dev", 4: "test", 12: "test"}  # SHA-256 first byte mod 16; else train
-
-
 MAX_FACTOR = 12
-
-
-NAMES = (
-    ("Ava", "she"),
-    ("Liam", "he"),
-    ("Mia", "she"),
-    ("Noah", "he"),
-    ("Zoe", "she"),
-    ("Omar", "he"),
-    ("Lena", "she"),
-    ("Hugo", "he"),
-    ("Priya", "she"),
-    ("Kenji", "he"),
-    ("Sofia", "she"),
-    ("Mateo", "he"),
-    ("Amara", "she"),
-    ("Felix", "he"),
-    ("Nadia", "she"),
-    ("Ravi", "he"),
-    ("Chloe", "she"),
-    ("Tariq", "he"),
-    ("Ingrid", "she"),
-    ("Diego", "he"),
-    ("Yuki", "she"),
-    ("Samuel", "he"),
-    ("Leila", "she"),
-    ("Arjun", "he"),
-)
-
-
+NAMES = (  # (name, pronoun)
+    ("Ava", "she"), ("Liam", "he"), ("Mia", "she"), ("Noah", "he"), ("Zoe", "she"), ("Omar", "he"),
+    ("Lena", "she"), ("Hugo", "he"), ("Priya", "she"), ("Kenji", "he"), ("Sofia", "she"), ("Mateo", "he"),
+    ("Amara", "she"), ("Felix", "he"), ("Nadia", "she"), ("Ravi", "he"), ("Chloe", "she"), ("Tariq", "he"),
+    ("Ingrid", "she"), ("Diego", "he"), ("Yuki", "she"), ("Samuel", "he"), ("Leila", "she"), ("Arjun", "he"),
+)  # fmt: skip
 OBJECTS = (
-    "apples",
-    "marbles",
-    "stickers",
-    "cookies",
-    "pencils",
-    "books",
-    "shells",
-    "stamps",
-    "crayons",
-    "beads",
-    "coins",
-    "balloons",
-    "cupcakes",
-    "eggs",
-    "flowers",
-    "candies",
-    "blocks",
-    "cards",
-    "buttons",
-    "lemons",
-)
-
-
+    "apples", "marbles", "stickers", "cookies", "pencils", "books", "shells", "stamps", "crayons", "beads",
+    "coins", "balloons", "cupcakes", "eggs", "flowers", "candies", "blocks", "cards", "buttons", "lemons",
+)  # fmt: skip
 CONTAINERS = (("box", "boxes"), ("bag", "bags"), ("pack", "packs"), ("jar", "jars"), ("basket", "baskets"))
 
 
@@ -102,8 +54,8 @@ class Draw:
     """One problem's random choices: numbers, a person, a friend, an object, a container, a wording.
 
     The templates (:mod:`helpers.data.templates_varied`, :mod:`helpers.data.templates_fixed`,
-    :mod:`helpers.data.transfer`) call :meth:`number`, :meth:`factor` and :meth:`wording`; the
-    numbers land in :attr:`numbers`, the wording's index in :attr:`template`."""
+    :mod:`helpers.data.transfer`) call :meth:`number`, :meth:`factor`, :meth:`division` and
+    :meth:`wording`; the numbers land in :attr:`numbers`, the wording's index in :attr:`template`."""
 
     def __init__(self, rng: random.Random, max_number: int):
         self.rng, self.max_number = rng, max_number
@@ -114,14 +66,23 @@ class Draw:
         self.template = 0
 
     def number(self, low: int = 2, high: int | None = None) -> int:
+        """A random integer in ``[low, high]`` (``high``: default ``max_number``, at least ``low``), recorded."""
         value = self.rng.randint(low, max(low, self.max_number if high is None else high))
         self.numbers.append(value)
         return value
 
     def factor(self) -> int:
+        """A factor or divisor: :meth:`number` from 2 to ``max_number`` clamped to 3..:data:`MAX_FACTOR`."""
         return self.number(2, min(MAX_FACTOR, max(3, self.max_number)))
 
-    def wording(self, options):
+    def division(self) -> tuple[int, int, int]:
+        """``(a, b, quotient)``: two factors ``b`` and ``quotient`` and ``a = b x quotient``, a division
+        with no remainder; :attr:`numbers` records ``a, b``, the order the division reads them."""
+        b, quotient = self.factor(), self.factor()
+        self.numbers[-2:] = [b * quotient, b]
+        return b * quotient, b, quotient
+
+    def wording(self, *options):
         """One of ``options``, recorded by its index in :attr:`template` (one random draw)."""
         self.template = self.rng.randrange(len(options))
         return options[self.template]
@@ -157,20 +118,15 @@ def draw_distinct(n, rng, templates, kinds, max_number, split, family, ops, excl
 
     Raises:
         ValueError: fewer than ``n`` such problems found in ``200 n + 10000`` draws."""
-    exclude = set(exclude)
+    exclude = set(exclude)  # grows with every question drawn, so no question comes twice
     ops_of = ops if isinstance(ops, dict) else dict.fromkeys(kinds, ops)
-    problems, seen, misses = [], set(), 0
+    problems, misses = [], 0
     while len(problems) < n:
         kind = kinds[len(problems) % len(kinds)]
         draw = Draw(rng, max_number)
         question, steps, expression, answer = templates[kind](draw)
         numbers = tuple(draw.numbers)
-        if (
-            not in_split(kind, numbers, split, family)
-            or question in seen
-            or question in exclude
-            or (kind, numbers) in exclude
-        ):
+        if not in_split(kind, numbers, split, family) or question in exclude or (kind, numbers) in exclude:
             misses += 1
             if misses > 200 * n + 10_000:
                 raise ValueError(
@@ -178,20 +134,12 @@ def draw_distinct(n, rng, templates, kinds, max_number, split, family, ops, excl
                     f"up to {max_number}; ask for fewer or raise max_number"
                 )
             continue
-        seen.add(question)
+        exclude.add(question)
         solution = "\n".join(steps) + f"\n#### {answer}"
+        template = f"{kind}.{draw.template}"
         problems.append(
             Problem(
-                question,
-                str(answer),
-                solution,
-                expression,
-                ops_of[kind],
-                kind,
-                max_number,
-                numbers,
-                f"{kind}.{draw.template}",
-                family,
+                question, str(answer), solution, expression, ops_of[kind], kind, max_number, numbers, template, family
             )
         )
     return problems

@@ -20,8 +20,6 @@ from helpers.colab.hub import hub_reachable
 from helpers.course_format import SYSTEM_PROMPT, extract_hash_answer, make_prompt
 
 SAMPLE_FILE = Path(__file__).parent / "assets" / "sample_problems.jsonl"
-
-
 SPLITS = ("train", "test")
 
 
@@ -69,9 +67,8 @@ def read_rows(split: str, data_dir: str | os.PathLike | None = None) -> tuple[li
         from datasets import load_dataset
 
         hub = load_dataset("openai/gsm8k", "main", split=split)
-        return [
-            {"question": q, "answer": a} for q, a in zip(hub["question"], hub["answer"])
-        ], f"GSM8K {split} from the hub (openai/gsm8k)"
+        rows = [{"question": q, "answer": a} for q, a in zip(hub["question"], hub["answer"])]
+        return rows, f"GSM8K {split} from the hub (openai/gsm8k)"
     rows = sample_rows(split)
     print(
         f"GSM8K not found (set GSM8K_DIR or go online): using the embedded sample, "

@@ -16,11 +16,14 @@ kinds it has not (:data:`helpers.data.transfer.IN_TRAINING`), at numbers up to e
 
 from __future__ import annotations
 
+import math
+
 from helpers.training.profiles import Profile
 
 EVAL_SEED, HELDOUT_SEED = 0, 1  # make train's test problems and the training curve's: draws of their own
 DEV_SEED = 12345  # the development sets: where a recipe is chosen, never the reported test problems
 TRANSFER_RANGES = (20, 60)  # the transfer family's number ranges: the training range, and beyond it
+DEV_LEVELS = ((1, 20), (2, 20), (1, 50), (2, 50))
 
 
 def grpo_prompts(profile: Profile):
@@ -32,8 +35,6 @@ def grpo_prompts(profile: Profile):
         RuntimeError: a GPU (Unsloth) profile, and GSM8K could not be loaded: only the embedded
             sample, which is not GSM8K, is there (a CPU profile trains on it and says so).
     """
-    import math
-
     from helpers.data.gsm8k import load_gsm8k
     from helpers.training.distributed import prompts_per_step
 
@@ -113,9 +114,6 @@ def heldout_problems(profile: Profile) -> list[dict]:
         return []
     per_level = max(1, profile.heldout_problems // len(profile.eval_levels))
     return [p.to_dict() for p in eval_problem_set(profile, per_level, HELDOUT_SEED)]
-
-
-DEV_LEVELS = ((1, 20), (2, 20), (1, 50), (2, 50))
 
 
 def dev_problem_set(n: int = 32, levels=DEV_LEVELS, seed: int = DEV_SEED, family: str = "varied") -> list:

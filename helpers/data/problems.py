@@ -1,56 +1,41 @@
-"""Course-written GSM8K-style word problems with a difficulty knob (never GSM8K text).
+"""Course-written GSM8K-style word problems with a difficulty knob (never GSM8K text); read
+:func:`make_problems` first.
 
-A 135M model gets almost no GSM8K question right, so GRPO on GSM8K gives it groups where every
-completion scores 0: no advantage, nothing learned. These problems start where it can already
-succeed sometimes and grow harder (an easy-to-hard curriculum, the course's choice:
-:mod:`helpers.data.curriculum`).
+A 135M model solves almost no GSM8K question, so GRPO on GSM8K gives groups where every completion
+scores 0: no advantage, nothing learned. These problems start where it succeeds sometimes and grow
+harder (the course's easy-to-hard curriculum, :mod:`helpers.data.curriculum`).
 
-* The knob: ``ops`` (1 to 3 arithmetic operations) and ``max_number`` (the largest operand of a
-  ``+`` or ``-``; factors and divisors stay at most 12, so a ``x`` is a times-table fact).
+* The knob: ``ops`` (1 to 3 arithmetic operations, :data:`KINDS`) and ``max_number`` (the largest
+  operand of a ``+`` or ``-``; factors and divisors stay at most 12, so a ``x`` is a times-table fact).
 * Two families of wordings for the same kinds: ``"varied"`` (:mod:`helpers.data.templates_varied`:
   many wordings per kind, sentence order and distractor facts varied; the default) and ``"fixed"``
   (:mod:`helpers.data.templates_fixed`: 16 wordings in all, which the ``fixed`` recipe's runs used,
-:mod:`cpu_study.recipes`).
-  A third family with wordings of its own, for transfer, lives in :mod:`helpers.data.transfer`.
-* Names, objects and numbers are drawn from :class:`random.Random` seeded with a string:
-  the same arguments give the same problems on every machine and Python version.
-* **Splits are drawn apart**: every problem's *arithmetic* (its kind and numbers, whatever the
-  names or wording) hashes to one split (:func:`helpers.data.draws.split_of`): ``train`` (12 in 16), ``dev`` (1 in 16,
-  where recipes are chosen), ``test`` (2 in 16, what ``make train`` reports) and ``sealed`` (1 in 16,
-  opened once per reference run, :mod:`cpu_study.sealed`). A problem of one split never shares
-  its kind and numbers with another split's, even reworded. The ``"fixed"`` family knows two splits,
-  ``train`` and ``test`` (every split but ``train``), as it always had.
-* Each :class:`helpers.data.draws.Problem` carries a GSM8K-style worked solution (``... 12 + 5 = 17 ...\\n#### 17``),
-  the expression it evaluates (the tests check it against the answer) and its wording's name.
-
-Kinds (``ops``: kinds): 1: ``add``, ``sub``, ``mul``, ``div``; 2: ``add_sub`` (a + b - c),
-``mul_add`` (a x b + c), ``more_total`` (a + (a + b)), ``mul_sub`` (a x b - c); 3: ``mul_add_sub``
-(a x b + c - d), ``sum_diff`` (a + (a - b) + c), ``add_mul_sub`` ((a + b) x c - d).
+  :mod:`cpu_study.recipes`). The transfer family, with wordings of its own, is :mod:`helpers.data.transfer`.
+* Names, objects and numbers are drawn from :class:`random.Random` seeded with a string: the same
+  arguments give the same problems on every machine and Python version.
+* **Splits are drawn apart**: a problem's *arithmetic* (its kind and numbers, whatever the names or
+  wording) hashes to one split (:func:`helpers.data.draws.split_of`): ``train`` (12 in 16), ``dev``
+  (1 in 16, where recipes are chosen), ``test`` (2 in 16, what ``make train`` reports) and ``sealed``
+  (1 in 16, opened once per reference run, :mod:`cpu_study.sealed`). The ``"fixed"`` family knows two
+  splits, ``train`` and ``test`` (every split but ``train``), as it always had.
+* Each :class:`helpers.data.draws.Problem` carries a GSM8K-style worked solution
+  (``... 12 + 5 = 17 ...\\n#### 17``), the expression it evaluates and its wording's name.
 """
 
 from __future__ import annotations
 
 import random
 
+from helpers.data import templates_fixed, templates_varied
 from helpers.data.draws import SPLITS, Problem, draw_distinct
 
 FAMILIES = ("varied", "fixed")
-
-
-KINDS = {
+_TEMPLATES = {"varied": templates_varied.TEMPLATES, "fixed": templates_fixed.TEMPLATES}
+KINDS = {  # ops: kinds
     1: ("add", "sub", "mul", "div"),
-    2: ("add_sub", "mul_add", "more_total", "mul_sub"),
-    3: ("mul_add_sub", "sum_diff", "add_mul_sub"),
+    2: ("add_sub", "mul_add", "more_total", "mul_sub"),  # a + b - c, a x b + c, a + (a + b), a x b - c
+    3: ("mul_add_sub", "sum_diff", "add_mul_sub"),  # a x b + c - d, a + (a - b) + c, (a + b) x c - d
 }
-
-
-def _templates(family: str) -> dict:
-    """The family's templates (kind -> template function); each family's module is imported when first drawn."""
-    if family == "fixed":
-        from helpers.data.templates_fixed import TEMPLATES
-    else:
-        from helpers.data.templates_varied import TEMPLATES
-    return TEMPLATES
 
 
 def make_problems(
@@ -100,13 +85,16 @@ def make_problems(
         raise ValueError(f"kinds {unknown} are not {ops}-operation kinds {KINDS[ops]}")
     salt = "grpo-course problems" if family == "fixed" else "grpo-course varied problems"
     rng = random.Random(f"{salt}|{ops}|{max_number}|{split}|{seed}|{','.join(kinds)}")
-    return draw_distinct(n, rng, _templates(family), kinds, max_number, split, family, ops, exclude)
+    return draw_distinct(n, rng, _TEMPLATES[family], kinds, max_number, split, family, ops, exclude)
 
 
 def problems_dataset(problems, system_prompt: str | None = None):
     """Problems as a ``datasets.Dataset`` shaped like :func:`helpers.data.gsm8k.load_gsm8k`'s: ``question``,
     ``prompt`` (the training chat), ``answer`` (the label), plus ``ops`` and ``kind``; its
-    ``info.description`` names the difficulty."""
+    ``info.description`` names the difficulty.
+
+    Raises:
+        ValueError: no problems."""
     from datasets import Dataset, DatasetInfo
 
     from helpers.course_format import SYSTEM_PROMPT, make_prompt

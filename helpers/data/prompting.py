@@ -26,30 +26,22 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
+from helpers.course_format import extract_hash_answer
 from helpers.grading import extract_answer, is_equivalent, is_evaluated
 from helpers.normalize import normalize_answer
 
 BOX_INSTRUCTION = "Write the final answer as \\boxed{number}."
-
-
 DIRECT_SYSTEM = (
     "Answer the math question with the final answer only. Do not explain or show any work. " + BOX_INSTRUCTION
 )
-
-
 FEW_SHOT_SYSTEM = 'Solve the math problem the way the worked examples do, then write "The answer is \\boxed{number}."'
-
-
 COT_SYSTEM = (
     "You are a careful math tutor. Solve the problem step by step: write down what is "
     "given, do one calculation per line, and explain each step. " + BOX_INSTRUCTION
 )
-
-
 ZERO_SHOT_COT_TRIGGER = "Let's think step by step."
-
-
 LONG_COT_SYSTEM = (
     "Take your time and reason at length before you answer.\n"
     "1. Restate what the question asks and list every quantity it gives.\n"
@@ -59,15 +51,11 @@ LONG_COT_SYSTEM = (
     "it and verify again.\n"
     "4. Only then write the final answer as \\boxed{number}."
 )
-
-
 # A worked exemplar written for this course (not from GSM8K).
 COT_EXAMPLE_QUESTION = (
     "A baker fills 14 trays with 12 muffins each. She sells 150 muffins in the morning and "
     "gives away one third of the muffins that are left. How many muffins does she still have?"
 )
-
-
 COT_EXAMPLE_SOLUTION = (
     "The baker makes 14 * 12 = 168 muffins.\n"
     "After selling 150, she has 168 - 150 = 18 muffins left.\n"
@@ -75,11 +63,7 @@ COT_EXAMPLE_SOLUTION = (
     "So she still has 18 - 6 = 12 muffins.\n"
     "The answer is \\boxed{12}."
 )
-
-
 _CALCULATOR_RE = re.compile(r"<<[^<>]*>>")  # GSM8K's calculator annotations, <<48/2=24>>
-
-
 _LAST_NUMBER_RE = re.compile(r"[-+]?\$?\d[\d,]*(?:\.\d+)?")
 
 
@@ -108,8 +92,6 @@ def worked_solution(solution: str) -> str:
     Raises:
         ValueError: no ``####`` in the solution.
     """
-    from helpers.course_format import extract_hash_answer
-
     answer = extract_hash_answer(solution)
     steps = _CALCULATOR_RE.sub("", solution.split("####")[0]).strip()
     return f"{steps}\nThe answer is \\boxed{{{answer}}}."
@@ -156,10 +138,7 @@ def few_shot_prompt(question: str, examples: list[dict]) -> list[dict]:
 def make_few_shot(k: int = 4, seed: int = 0, data_dir=None) -> Callable[[str], list[dict]]:
     """A ``question -> messages`` builder with ``k`` train examples drawn once (see above)."""
     examples = few_shot_examples(k, seed, data_dir)
-
-    def build(question: str) -> list[dict]:
-        return few_shot_prompt(question, examples)
-
+    build = partial(few_shot_prompt, examples=examples)
     build.examples = examples  # for display in the notebook
     return build
 
@@ -230,19 +209,18 @@ def majority_vote(answers: list[str | None]) -> str | None:
     (2 votes each, 7 seen first); ``["3 \\times 6", "18"]`` -> ``"18"`` (one group of two, and the grader
     marks an unevaluated ``3 \\times 6`` wrong).
     """
-    groups: list[list] = []  # [spellings, votes], in order of first occurrence
+    groups: list[list] = []  # each group's spellings (its votes), in order of first occurrence
     for answer in answers:
         if not normalize_answer(answer):
             continue
-        group = next((g for g in groups if is_equivalent(answer, g[0][0], warn=False)), None)
+        group = next((g for g in groups if is_equivalent(answer, g[0], warn=False)), None)
         if group is None:
-            groups.append([[answer], 1])
+            groups.append([answer])
         else:
-            group[0].append(answer)
-            group[1] += 1
+            group.append(answer)
     if not groups:
         return None
-    spellings = max(groups, key=lambda g: g[1])[0]  # max keeps the first of a tie
+    spellings = max(groups, key=len)  # max keeps the first of a tie
     return next((a for a in spellings if is_evaluated(a)), spellings[0])
 
 

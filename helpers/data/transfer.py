@@ -20,22 +20,10 @@ import random
 
 from helpers.data.draws import SPLITS, Draw, Problem, draw_distinct
 
-TRANSFER_KINDS = {
-    "add": 1,
-    "sub": 1,
-    "mul": 1,
-    "div": 1,
-    "compare": 1,
-    "add_sub": 2,
-    "mul_add": 2,
-    "more_total": 2,
-    "mul_sub": 2,
-    "fewer_total": 2,
-    "sub_sub": 2,
-    "div_add": 2,
+TRANSFER_KINDS = {  # kind: operations
+    **dict.fromkeys(("add", "sub", "mul", "div", "compare"), 1),
+    **dict.fromkeys(("add_sub", "mul_add", "more_total", "mul_sub", "fewer_total", "sub_sub", "div_add"), 2),
 }
-
-
 IN_TRAINING = ("add", "sub", "mul", "div", "add_sub", "mul_add", "more_total", "mul_sub")
 
 
@@ -43,14 +31,12 @@ def _add(d: Draw):
     a, b = d.number(), d.number()
     n = d.name
     q = d.wording(
-        (
-            f"A bus leaves the station with {a} passengers. At the first stop {b} people get on. "
-            "How many passengers are on the bus after the stop?",
-            f"How many laps did {n} swim this week if {d.he} swam {a} laps on Monday and {b} laps on Tuesday?",
-            f"A museum counted {a} visitors before noon and {b} visitors after noon. "
-            "What is the total number of visitors that day?",
-            f"{n} saved {a} dollars in June. In July {d.he} saved another {b} dollars. Find how much {d.he} saved.",
-        )
+        f"A bus leaves the station with {a} passengers. At the first stop {b} people get on. "
+        "How many passengers are on the bus after the stop?",
+        f"How many laps did {n} swim this week if {d.he} swam {a} laps on Monday and {b} laps on Tuesday?",
+        f"A museum counted {a} visitors before noon and {b} visitors after noon. "
+        "What is the total number of visitors that day?",
+        f"{n} saved {a} dollars in June. In July {d.he} saved another {b} dollars. Find how much {d.he} saved.",
     )
     return q, [f"{a} + {b} = {a + b}."], f"{a} + {b}", a + b
 
@@ -60,13 +46,11 @@ def _sub(d: Draw):
     b = d.number(1, a - 1)
     n = d.name
     q = d.wording(
-        (
-            f"A bus leaves the station with {a} passengers. At the first stop {b} people get off. "
-            "How many passengers are still on the bus?",
-            f"A tank holds {a} liters of water. {n} pours out {b} liters. How many liters remain in the tank?",
-            f"How many dollars does {n} keep if {d.he} earns {a} dollars and spends {b} dollars on a ticket?",
-            f"A wall needs {a} bricks. The builders have laid {b} of them. Find how many bricks are still to lay.",
-        )
+        f"A bus leaves the station with {a} passengers. At the first stop {b} people get off. "
+        "How many passengers are still on the bus?",
+        f"A tank holds {a} liters of water. {n} pours out {b} liters. How many liters remain in the tank?",
+        f"How many dollars does {n} keep if {d.he} earns {a} dollars and spends {b} dollars on a ticket?",
+        f"A wall needs {a} bricks. The builders have laid {b} of them. Find how many bricks are still to lay.",
     )
     return q, [f"{a} - {b} = {a - b}."], f"{a} - {b}", a - b
 
@@ -75,29 +59,22 @@ def _mul(d: Draw):
     a, b = d.factor(), d.factor()
     n = d.name
     q = d.wording(
-        (
-            f"A hall has {a} rows of chairs and every row has {b} chairs. What is the total number of chairs?",
-            f"{n} plants seeds in {a} rows, {b} seeds to a row. How many seeds does {d.he} plant?",
-            f"How many minutes does {n} practice the piano if {d.he} practices {b} minutes daily over {a} days?",
-            f"Tickets cost {b} dollars each. Find what {a} tickets cost in dollars.",
-        )
+        f"A hall has {a} rows of chairs and every row has {b} chairs. What is the total number of chairs?",
+        f"{n} plants seeds in {a} rows, {b} seeds to a row. How many seeds does {d.he} plant?",
+        f"How many minutes does {n} practice the piano if {d.he} practices {b} minutes daily over {a} days?",
+        f"Tickets cost {b} dollars each. Find what {a} tickets cost in dollars.",
     )
     return q, [f"{a} * {b} = {a * b}."], f"{a} * {b}", a * b
 
 
 def _div(d: Draw):
-    b, quotient = d.factor(), d.factor()
-    a = b * quotient
-    d.numbers[-2:] = [a, b]
+    a, b, quotient = d.division()
     n = d.name
     q = d.wording(
-        (
-            f"A hall seats {a} people on chairs set out as {b} identical rows. How many chairs stand in one row?",
-            f"{n} swims {a} laps over {b} days, an equal count daily. Find the laps {d.he} swims per day.",
-            f"{a} visitors arrive at a zoo in {b} full buses that carry equal loads. "
-            "Find the visitors one bus carries.",
-            f"How many dollars does each of {b} friends pay if they split a bill of {a} dollars evenly?",
-        )
+        f"A hall seats {a} people on chairs set out as {b} identical rows. How many chairs stand in one row?",
+        f"{n} swims {a} laps over {b} days, an equal count daily. Find the laps {d.he} swims per day.",
+        f"{a} visitors arrive at a zoo in {b} full buses that carry equal loads. Find the visitors one bus carries.",
+        f"How many dollars does each of {b} friends pay if they split a bill of {a} dollars evenly?",
     )
     return q, [f"{a} / {b} = {quotient}."], f"{a} / {b}", quotient
 
@@ -107,12 +84,10 @@ def _compare(d: Draw):
     b = d.number(1, a - 1)
     n, f = d.name, d.friend
     q = d.wording(
-        (
-            f"In a game {n} scored {a} points and {f} scored {b} points. By how many points did {n} beat {f}?",
-            f"A red train carries {a} passengers and a blue train carries {b}. "
-            "What is the difference between the two numbers of passengers?",
-            f"{n} read {a} pages and {f} read {b} pages. Find how many pages separate their totals.",
-        )
+        f"In a game {n} scored {a} points and {f} scored {b} points. By how many points did {n} beat {f}?",
+        f"A red train carries {a} passengers and a blue train carries {b}. "
+        "What is the difference between the two numbers of passengers?",
+        f"{n} read {a} pages and {f} read {b} pages. Find how many pages separate their totals.",
     )
     return q, [f"{a} - {b} = {a - b}."], f"{a} - {b}", a - b
 
@@ -121,14 +96,12 @@ def _add_sub(d: Draw):
     a, b = d.number(), d.number()
     c = d.number(1, a + b - 1)
     q = d.wording(
-        (
-            f"A bus leaves the station with {a} passengers. At the first stop {b} people get on "
-            f"and at the second stop {c} people get off. How many passengers are on the bus then?",
-            f"A tank holds {a} liters of water. {b} liters are poured in, then {c} liters are used. "
-            "How many liters remain in the tank?",
-            f"What is {d.name}'s score after a round in which {d.he} starts with {a} points, "
-            f"wins {b} points and loses {c} points?",
-        )
+        f"A bus leaves the station with {a} passengers. At the first stop {b} people get on "
+        f"and at the second stop {c} people get off. How many passengers are on the bus then?",
+        f"A tank holds {a} liters of water. {b} liters are poured in, then {c} liters are used. "
+        "How many liters remain in the tank?",
+        f"What is {d.name}'s score after a round in which {d.he} starts with {a} points, "
+        f"wins {b} points and loses {c} points?",
     )
     return q, [f"{a} + {b} = {a + b}.", f"{a + b} - {c} = {a + b - c}."], f"{a} + {b} - {c}", a + b - c
 
@@ -136,13 +109,10 @@ def _add_sub(d: Draw):
 def _mul_add(d: Draw):
     a, b, c = d.factor(), d.factor(), d.number()
     q = d.wording(
-        (
-            f"A hall is set with {a} rows of {b} chairs, and {c} extra chairs stand by the door. "
-            "What is the total number of chairs?",
-            f"{d.name} plants {a} rows of {b} seeds and then {c} seeds along the fence. "
-            "Find how many seeds are planted.",
-            f"How many dollars does {d.name} pay for {a} tickets at {b} dollars each and a {c}-dollar meal?",
-        )
+        f"A hall is set with {a} rows of {b} chairs, and {c} extra chairs stand by the door. "
+        "What is the total number of chairs?",
+        f"{d.name} plants {a} rows of {b} seeds and then {c} seeds along the fence. Find how many seeds are planted.",
+        f"How many dollars does {d.name} pay for {a} tickets at {b} dollars each and a {c}-dollar meal?",
     )
     return q, [f"{a} * {b} = {a * b}.", f"{a * b} + {c} = {a * b + c}."], f"{a} * {b} + {c}", a * b + c
 
@@ -151,13 +121,11 @@ def _more_total(d: Draw):
     a, b = d.number(), d.number()
     n, f = d.name, d.friend
     q = d.wording(
-        (
-            f"{n} swam {a} laps. {f} swam {b} laps beyond that. Find the laps the two swam together.",
-            f"On Friday a museum had {a} visitors; on Saturday it had {b} visitors on top of Friday's count. "
-            "Find the visitors of both days.",
-            f"A first train carries {a} passengers and a second one {b} passengers extra. "
-            "How many passengers do the two trains carry?",
-        )
+        f"{n} swam {a} laps. {f} swam {b} laps beyond that. Find the laps the two swam together.",
+        f"On Friday a museum had {a} visitors; on Saturday it had {b} visitors on top of Friday's count. "
+        "Find the visitors of both days.",
+        f"A first train carries {a} passengers and a second one {b} passengers extra. "
+        "How many passengers do the two trains carry?",
     )
     return q, [f"{a} + {b} = {a + b}.", f"{a} + {a + b} = {2 * a + b}."], f"{a} + ({a} + {b})", 2 * a + b
 
@@ -166,11 +134,9 @@ def _mul_sub(d: Draw):
     a, b = d.factor(), d.factor()
     c = d.number(1, a * b - 1)
     q = d.wording(
-        (
-            f"A hall is set with {a} rows of {b} chairs. {c} chairs are taken. How many chairs are free?",
-            f"{d.name} plants {a} rows of {b} seeds, and {c} seeds never sprout. Find how many seeds sprout.",
-            f"How many dollars remain from {a} weeks of pocket money at {b} dollars a week after {d.he} spends {c}?",
-        )
+        f"A hall is set with {a} rows of {b} chairs. {c} chairs are taken. How many chairs are free?",
+        f"{d.name} plants {a} rows of {b} seeds, and {c} seeds never sprout. Find how many seeds sprout.",
+        f"How many dollars remain from {a} weeks of pocket money at {b} dollars a week after {d.he} spends {c}?",
     )
     return q, [f"{a} * {b} = {a * b}.", f"{a * b} - {c} = {a * b - c}."], f"{a} * {b} - {c}", a * b - c
 
@@ -180,13 +146,11 @@ def _fewer_total(d: Draw):
     b = d.number(1, a - 1)
     n, f = d.name, d.friend
     q = d.wording(
-        (
-            f"{n} scored {a} points in a game and {f} scored {b} points less. What is the score of the two together?",
-            f"On Friday a museum had {a} visitors and on Saturday {b} visitors short of Friday's count. "
-            "Find the visitors of both days.",
-            f"A first tank holds {a} liters and a second tank {b} liters under that. "
-            "How many liters do the two tanks hold?",
-        )
+        f"{n} scored {a} points in a game and {f} scored {b} points less. What is the score of the two together?",
+        f"On Friday a museum had {a} visitors and on Saturday {b} visitors short of Friday's count. "
+        "Find the visitors of both days.",
+        f"A first tank holds {a} liters and a second tank {b} liters under that. "
+        "How many liters do the two tanks hold?",
     )
     return q, [f"{a} - {b} = {a - b}.", f"{a} + {a - b} = {2 * a - b}."], f"{a} + ({a} - {b})", 2 * a - b
 
@@ -196,49 +160,33 @@ def _sub_sub(d: Draw):
     b = d.number(1, a - 2)
     c = d.number(1, a - b - 1)
     q = d.wording(
-        (
-            f"A bus leaves the station with {a} passengers. {b} get off at the first stop and {c} at the second. "
-            "How many passengers are still on the bus?",
-            f"A wall needs {a} bricks. {b} were laid on Monday and {c} on Tuesday. "
-            "Find how many bricks are still to lay.",
-            f"How many dollars does {d.name} keep from {a} dollars after paying {b} for a ticket and {c} for food?",
-        )
+        f"A bus leaves the station with {a} passengers. {b} get off at the first stop and {c} at the second. "
+        "How many passengers are still on the bus?",
+        f"A wall needs {a} bricks. {b} were laid on Monday and {c} on Tuesday. Find how many bricks are still to lay.",
+        f"How many dollars does {d.name} keep from {a} dollars after paying {b} for a ticket and {c} for food?",
     )
     return q, [f"{a} - {b} = {a - b}.", f"{a - b} - {c} = {a - b - c}."], f"{a} - {b} - {c}", a - b - c
 
 
 def _div_add(d: Draw):
-    b, quotient = d.factor(), d.factor()
-    a = b * quotient
-    d.numbers[-2:] = [a, b]
+    a, b, quotient = d.division()
     c = d.number()
     q = d.wording(
-        (
-            f"A hall has {a} chairs in {b} equal rows. {c} chairs are added to the first row. "
-            "How many chairs stand in the first row?",
-            f"{d.name} splits {a} seeds evenly over {b} pots and then drops {c} more seeds into one pot. "
-            "Find the seeds in that pot.",
-            f"How many dollars does each of {b} friends end with if they share {a} dollars evenly and "
-            f"each already had {c} dollars?",
-        )
+        f"A hall has {a} chairs in {b} equal rows. {c} chairs are added to the first row. "
+        "How many chairs stand in the first row?",
+        f"{d.name} splits {a} seeds evenly over {b} pots and then drops {c} more seeds into one pot. "
+        "Find the seeds in that pot.",
+        f"How many dollars does each of {b} friends end with if they share {a} dollars evenly and "
+        f"each already had {c} dollars?",
     )
     return q, [f"{a} / {b} = {quotient}.", f"{quotient} + {c} = {quotient + c}."], f"{a} / {b} + {c}", quotient + c
 
 
 TEMPLATES = {
-    "add": _add,
-    "sub": _sub,
-    "mul": _mul,
-    "div": _div,
-    "compare": _compare,
-    "add_sub": _add_sub,
-    "mul_add": _mul_add,
-    "more_total": _more_total,
-    "mul_sub": _mul_sub,
-    "fewer_total": _fewer_total,
-    "sub_sub": _sub_sub,
-    "div_add": _div_add,
-}
+    "add": _add, "sub": _sub, "mul": _mul, "div": _div, "compare": _compare,
+    "add_sub": _add_sub, "mul_add": _mul_add, "more_total": _more_total, "mul_sub": _mul_sub,
+    "fewer_total": _fewer_total, "sub_sub": _sub_sub, "div_add": _div_add,
+}  # fmt: skip
 
 
 def make_transfer_problems(

@@ -1,24 +1,24 @@
-"""A trained LoRA adapter on disk (checked by :func:`helpers.colab.persist.check_adapter_dir`): find its base model
-(:func:`adapter_base`), load base + adapter (:func:`load_with_adapter`), and merge the LoRA into the
-base weights as a plain checkpoint that loads without PEFT (:func:`save_merged`, :func:`load_merged`,
-with the GPU memory it needs, :func:`merged_4bit_gib`). Notebook 06's section 8 runs the merge and
-the reload through :func:`merge_once`, which survives a restart: after a restart nothing of
-sections 2-5 exists, so :func:`merge_once` writes the merged model and, last, :data:`RECORD_FILE`
-(the running example's prompt and the LoRA's greedy answer) into the merged folder; when both are
-there it returns them without loading anything, and the reload then has the whole GPU.
+"""A trained LoRA adapter on disk: find its base model (:func:`adapter_base`), load base + adapter
+(:func:`load_with_adapter`), and merge the LoRA into a plain checkpoint that loads without PEFT
+(:func:`save_merged`, :func:`load_merged`; the GPU memory that needs: :func:`merged_4bit_gib`).
+
+Notebook 06's section 8 runs the merge through :func:`merge_once`, which survives a restart: it writes the
+merged model and, last, :data:`RECORD_FILE` (the prompt and the LoRA's greedy answer); when both are there
+it returns them without loading anything, so the reload has the whole GPU.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import math
 from pathlib import Path
 
 from helpers.colab.persist import check_adapter_dir, merged_dir
 
 
-# ------------------------------------------------------------------------ loading, merging
 def is_peft(model) -> bool:
+    """True for a ``peft.PeftModel`` (a model with its LoRA adapter)."""
     from peft import PeftModel
 
     return isinstance(model, PeftModel)
@@ -29,8 +29,6 @@ def adapter_base(adapter_dir, model_path=None):
     start (``cold_start/`` beside ``adapter_dir``, as :func:`helpers.training.pipeline.run_pipeline` writes
     it), else the local model folder its ``adapter_config.json`` names (a run that reused another
     run's cold start, ``--cold-start DIR``), else ``None`` (the profile's model)."""
-    import json
-
     if model_path is not None:
         return model_path
     cold_start = Path(adapter_dir).parent / "cold_start"
@@ -101,8 +99,6 @@ def save_merged(model, tokenizer, out_dir) -> Path:
 
 
 NF4_BYTES = 0.5 + 1 / 64 + 4 / (64 * 256)  # 4 bits, an 8-bit scale per block of 64, an fp32 one per 256 scales
-
-
 DEVICE_MAP_SHARE = 0.9  # transformers 4.56 Bnb4BitHfQuantizer.adjust_max_memory: 90 % of the free memory
 
 
@@ -142,35 +138,32 @@ def merged_4bit_gib(path, headroom_gib: float = 0.5) -> float:
       quantized, and ``headroom_gib`` for generating (workspace, KV cache, logits). The 3B model:
       1.92 + 0.04 + 0.5 = 2.46 GiB.
 
-    Returns the larger of the two, in GiB. Raises ``ValueError`` for a file that is not safetensors.
+    Returns the larger of the two, in GiB.
+
+    Raises:
+        ValueError: a file that is not safetensors.
     """
     weights = largest = 0.0
     for file in Path(path).glob("*.safetensors"):
         for name, tensor in safetensors_header(file).items():
-            numel = 1
-            for size in tensor["shape"]:
-                numel *= size
-            linear = name.endswith(".weight") and len(tensor["shape"]) == 2 and not _kept_16bit(name)
+            numel = math.prod(tensor["shape"])
+            # Embeddings and the output head stay 16-bit under bitsandbytes (transformers' get_keys_to_not_convert)
+            kept_16bit = "embed" in name or "lm_head" in name or "wte" in name
+            linear = name.endswith(".weight") and len(tensor["shape"]) == 2 and not kept_16bit
             weights += numel * (NF4_BYTES if linear else 2)
             largest = max(largest, 2 * numel if linear else 0)
     weights, largest = weights / 2**30, largest / 2**30
     return max(weights / DEVICE_MAP_SHARE, weights + largest + headroom_gib)
 
 
-def _kept_16bit(name: str) -> bool:
-    """Embeddings and the output head stay 16-bit under bitsandbytes (transformers' get_keys_to_not_convert)."""
-    return "embed" in name or "lm_head" in name or "wte" in name
-
-
 def load_merged(path, profile):
     """``(model, tokenizer)`` from a merged checkpoint, with plain transformers (no PEFT, no vLLM).
 
     CPU (transformers backend): :func:`helpers.training.models.load_model` without LoRA, in the profile's
-    dtype. Unsloth profiles (T4): the merged 16-bit checkpoint is re-quantized to 4-bit on load
-    (bitsandbytes NF4, compute in the profile's dtype; about 2.5 GB for the 3B model instead of
-    6.2 GB in fp16), and only after the policy's vLLM engine is gone. The order on a T4:
-    generate with the LoRA, :func:`save_merged`, :func:`helpers.training.engine.release` the policy and
-    ``del`` it, then this. Generation then uses HF ``generate``, not vLLM. Not run on a GPU yet.
+    dtype. Unsloth profiles (T4): the merged 16-bit checkpoint re-quantized to 4-bit on load (bitsandbytes
+    NF4, compute in the profile's dtype; about 2.5 GB for the 3B model instead of 6.2 GB in fp16), only
+    after the policy's vLLM engine is gone: generate with the LoRA, :func:`save_merged`,
+    :func:`helpers.training.engine.release` the policy and ``del`` it, then this. Not run on a GPU yet.
 
     Raises:
         RuntimeError: an Unsloth model's vLLM engine is still up (release it first).
@@ -214,15 +207,12 @@ RECORD_FILE = "with_lora.json"
 def merge_once(profile, adapter_dir, root, prompt, max_new_tokens: int, *, model=None, tokenizer=None):
     """Merge the adapter in ``adapter_dir`` once, and answer ``prompt`` greedily with base + LoRA once.
 
-    The merged folder is :func:`helpers.colab.persist.merged_dir` (beside the adapter, or under
-    ``root`` for an adapter on Drive). If it already holds a merged checkpoint and a
-    :data:`RECORD_FILE` for this adapter (the modification time of its weights), prompt and
-    ``max_new_tokens``, that answer is returned and nothing is loaded. Otherwise the answer is
-    generated with ``model`` (vLLM applies the LoRA from ``adapter_dir``; PEFT's adapter is in memory),
-    the merged model saved, and the record written last, so that a merge cut short is done again.
-    Without ``model`` the policy is loaded here (:func:`load_with_adapter`:
-    one vLLM engine, allowed in a fresh session) and released before returning, so that the merged
-    model can be loaded next.
+    The merged folder is :func:`helpers.colab.persist.merged_dir`. If it already holds a merged checkpoint
+    and a :data:`RECORD_FILE` for this adapter (the modification time of its weights), prompt and
+    ``max_new_tokens``, that answer is returned and nothing is loaded. Otherwise the answer is generated
+    with ``model``, the merged model saved, and the record written last, so that a merge cut short is done
+    again. Without ``model`` the policy is loaded here (:func:`load_with_adapter`: one vLLM engine, allowed
+    in a fresh session) and released before returning, so that the merged model can be loaded next.
 
     Args:
         profile: the run's profile. adapter_dir: the saved LoRA. root: the course's folder

@@ -1,18 +1,11 @@
-"""Before vs. after GRPO: the base model and base + LoRA on the same questions.
+"""Before vs. after GRPO: the base model and base + LoRA, paired question by question.
 
-* **Evaluate both** (:func:`evaluate_before_after`) with one model in memory: PEFT switches the
-  adapter off for the base run (``model.disable_adapter()``); with vLLM the base run passes no
-  LoRA and the second run ``lora_path=adapter_dir``. Prompts, decoding settings and seed are the
-  same for both, so the two runs are *paired* question by question. :func:`decoding` gives the
-  training sampling of a profile (or greedy).
-* **Compare** (:func:`compare`): accuracy with a Wilson 95 % interval and format rates
-  (:func:`helpers.evaluation.scoring.summarize`), reasoning completeness
-  (:func:`helpers.evaluation.scoring.reasoning_complete`), the paired McNemar test
-  (:func:`helpers.evaluation.stats.mcnemar`), and the questions that flipped either way.
-* **Keep** (:func:`save_results`: ``summary.json`` and ``records.jsonl``).
-
-Loading and merging adapters is :mod:`helpers.evaluation.adapters`; the figures are
-:func:`helpers.evaluation.plots.plot_before_after` and :func:`helpers.evaluation.plots.plot_completion_lengths`.
+:func:`evaluate_before_after` runs both with one model in memory (PEFT: the base run inside
+``model.disable_adapter()``; vLLM: the LoRA passed as ``lora_path`` to the second run only), with the
+same prompts, decoding (:func:`decoding`) and seed. :func:`compare` pairs the runs: summaries, reasoning
+completeness, McNemar's test (:func:`helpers.evaluation.stats.mcnemar`) and the questions that flipped;
+:func:`save_results` keeps them. Loading adapters is :mod:`helpers.evaluation.adapters`; the figures are
+in :mod:`helpers.evaluation.plots`.
 """
 
 from __future__ import annotations
@@ -117,65 +110,47 @@ def _pct(x) -> str:
     return "n/a" if x is None else f"{100 * x:.1f} %"
 
 
-def _num(x, digits: int) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
-def _diff(a, b, scale: float, unit: str, digits: int) -> str:
-    return "n/a" if a is None or b is None else f"{scale * (b - a):+.{digits}f}{unit}"
-
-
 def comparison_table(comparison: Comparison):
     """Rows: accuracy with its Wilson 95 % CI and McNemar's exact p; format (strict / soft layout,
     valid: real reasoning + a number) with McNemar's exact p for the valid format; placeholder
-    rate; reasoning completeness; mean completion tokens; seconds per question. Columns: ``base``,
-    ``base + LoRA`` and ``change`` (percentage points for rates)."""
+    rate; reasoning completeness; mean completion tokens; seconds per question. Columns: ``before GRPO``,
+    ``after GRPO`` and ``change`` (percentage points for rates)."""
     import pandas as pd
 
-    s, m = comparison.summaries, comparison.mcnemar
-    valid = mcnemar(
-        [r["format_valid"] for r in comparison.base.records], [r["format_valid"] for r in comparison.lora.records]
-    )
-    rows = {}
-    rows["accuracy [Wilson 95 % CI]"] = [
+    base, lora, m = comparison.summaries["base"], comparison.summaries["lora"], comparison.mcnemar
+    valid = mcnemar(*([r["format_valid"] for r in run.records] for run in (comparison.base, comparison.lora)))
+
+    def change(key, scale=100, unit=" pts", digits=1):
+        a, b = base[key], lora[key]
+        return "n/a" if a is None or b is None else f"{scale * (b - a):+.{digits}f}{unit}"
+
+    def rate(key):
+        return [_pct(base[key]), _pct(lora[key]), change(key)]
+
+    def number(key, digits):
+        return [
+            *("n/a" if x[key] is None else f"{x[key]:.{digits}f}" for x in (base, lora)),
+            change(key, 1, "", digits),
+        ]
+
+    accuracy = [
         f"{x['correct']}/{x['n']} = {_pct(x['accuracy'])} [{100 * x['ci_low']:.1f}, {100 * x['ci_high']:.1f}]"
-        for x in (s["base"], s["lora"])
-    ] + [_diff(s["base"]["accuracy"], s["lora"]["accuracy"], 100, " pts", 1)]
-    rows["paired McNemar, exact"] = [
-        "",
-        "",
-        f"p = {m.p_value:.3f} ({m.lora_only} wrong->right, {m.base_only} right->wrong)",
+        for x in (base, lora)
     ]
-    rows["format, valid (real reasoning + number)"] = [
-        _pct(s["base"]["format_rate_valid"]),
-        _pct(s["lora"]["format_rate_valid"]),
-        _diff(s["base"]["format_rate_valid"], s["lora"]["format_rate_valid"], 100, " pts", 1),
-    ]
-    rows["paired McNemar, valid format"] = [
-        "",
-        "",
-        f"p = {valid.p_value:.3g} ({valid.lora_only} gained, {valid.base_only} lost)",
-    ]
-    for label, key in (
-        ("format, strict (layout only)", "format_rate_strict"),
-        ("format, soft (layout only)", "format_rate_soft"),
-        ("placeholder / template copy", "placeholder_rate"),
-        (f"reasoning complete (>= {MIN_REASONING_STEPS} steps)", "reasoning_rate"),
-    ):
-        rows[label] = [
-            _pct(s["base"][key]),
-            _pct(s["lora"][key]),
-            _diff(s["base"][key], s["lora"][key], 100, " pts", 1),
-        ]
-    for label, key, digits in (
-        ("mean completion tokens", "mean_tokens", 1),
-        ("seconds per question", "seconds_per_question", 2),
-    ):
-        rows[label] = [
-            _num(s["base"][key], digits),
-            _num(s["lora"][key], digits),
-            _diff(s["base"][key], s["lora"][key], 1, "", digits),
-        ]
+    exact = f"p = {m.p_value:.3f} ({m.lora_only} wrong->right, {m.base_only} right->wrong)"
+    gained = f"p = {valid.p_value:.3g} ({valid.lora_only} gained, {valid.base_only} lost)"
+    rows = {
+        "accuracy [Wilson 95 % CI]": [*accuracy, change("accuracy")],
+        "paired McNemar, exact": ["", "", exact],
+        "format, valid (real reasoning + number)": rate("format_rate_valid"),
+        "paired McNemar, valid format": ["", "", gained],
+        "format, strict (layout only)": rate("format_rate_strict"),
+        "format, soft (layout only)": rate("format_rate_soft"),
+        "placeholder / template copy": rate("placeholder_rate"),
+        f"reasoning complete (>= {MIN_REASONING_STEPS} steps)": rate("reasoning_rate"),
+        "mean completion tokens": number("mean_tokens", 1),
+        "seconds per question": number("seconds_per_question", 2),
+    }
     return pd.DataFrame.from_dict(rows, orient="index", columns=[RUN_LABELS["base"], RUN_LABELS["lora"], "change"])
 
 
@@ -262,11 +237,7 @@ def save_results(comparison: Comparison, out_dir, **run_info) -> tuple[Path, Pat
     with open(records_path, "w", encoding="utf-8") as f:
         for name, result in (("base", comparison.base), ("lora", comparison.lora)):
             for i, record in enumerate(result.records):
-                row = {
-                    "model": name,
-                    "index": i,
-                    **record,
-                    "reasoning_complete": reasoning_complete(record["completion"]),
-                }
+                complete = reasoning_complete(record["completion"])
+                row = {"model": name, "index": i, **record, "reasoning_complete": complete}
                 f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
     return summary_path, records_path

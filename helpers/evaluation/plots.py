@@ -1,8 +1,7 @@
 """Matplotlib figures of runs and evaluations: training curves (:func:`plot_training_curves`), stage
-bars (:func:`plot_stages`), accuracy with intervals
-(:func:`plot_accuracy`), before/after GRPO (:func:`plot_before_after`, :func:`plot_completion_lengths`).
-Each returns its ``Figure``
-(:func:`finish_figure`: shown, or closed when ``show=False``).
+bars (:func:`plot_stages`), accuracy with intervals (:func:`plot_accuracy`), before/after GRPO
+(:func:`plot_before_after`, :func:`plot_completion_lengths`). Each returns its ``Figure``, shown, or
+closed when ``show=False`` (:func:`finish_figure`).
 """
 
 from __future__ import annotations
@@ -31,10 +30,11 @@ def read_metrics(path: str | Path) -> dict[str, list[float]]:
 def rolling_mean(values, window: int = SMOOTHING) -> list[float]:
     """Trailing mean over the last ``window`` values (fewer at the start); NaNs are skipped.
 
-    ``rolling_mean([1, 2, 3, 4], 2)`` -> ``[1.0, 1.5, 2.5, 3.5]``. Raises ``ValueError`` for
-    ``window < 1``.
-    """
+    ``rolling_mean([1, 2, 3, 4], 2)`` -> ``[1.0, 1.5, 2.5, 3.5]``.
 
+    Raises:
+        ValueError: ``window < 1``.
+    """
     if window < 1:
         raise ValueError(f"window must be at least 1, got {window}")
     out = []
@@ -73,30 +73,15 @@ def plot_training_curves(
     ax.set(title="Total reward", xlabel="step", ylabel="reward")
     handles = ax.get_legend_handles_labels()
     if "heldout/accuracy" in m:
-        held = [
-            (s, a, f)
-            for s, a, f in zip(
-                steps, m["heldout/accuracy"], m.get("heldout/accuracy_format_free", m["heldout/accuracy"])
-            )
-            if not np.isnan(a)
-        ]
+        accuracy = m["heldout/accuracy"]
+        free = m.get("heldout/accuracy_format_free", accuracy)
+        held = [i for i, a in enumerate(accuracy) if not np.isnan(a)]
         twin = ax.twinx()
-        twin.plot(
-            [h[0] for h in held],
-            [100 * h[1] for h in held],
-            marker="s",
-            color="tab:purple",
-            lw=2,
-            label="held-out accuracy (answer block)",
-        )
-        twin.plot(
-            [h[0] for h in held],
-            [100 * h[2] for h in held],
-            marker="^",
-            color="tab:purple",
-            ls=":",
-            label="held-out accuracy (last number)",
-        )
+        for values, style in (
+            (accuracy, dict(marker="s", lw=2, label="held-out accuracy (answer block)")),
+            (free, dict(marker="^", ls=":", label="held-out accuracy (last number)")),
+        ):
+            twin.plot([steps[i] for i in held], [100 * values[i] for i in held], color="tab:purple", **style)
         twin.set(ylabel="held-out accuracy (%)", ylim=(0, 100))
         twin_handles = twin.get_legend_handles_labels()
         handles = (handles[0] + twin_handles[0], handles[1] + twin_handles[1])
@@ -130,11 +115,7 @@ def plot_training_curves(
         fig.suptitle(title)
     if save_to is not None:
         fig.savefig(save_to, dpi=110)
-    if show:
-        plt.show()
-    else:
-        plt.close(fig)
-    return fig
+    return finish_figure(fig, show)
 
 
 STAGE_RATES = (
@@ -174,6 +155,7 @@ def plot_stages(stages: dict[str, dict], title: str = "", show: bool = True):
 
 
 def finish_figure(fig, show: bool):
+    """Show ``fig``, or close it when ``show=False`` (a figure only saved or returned); returns it."""
     import matplotlib.pyplot as plt
 
     if show:
@@ -183,7 +165,6 @@ def finish_figure(fig, show: bool):
     return fig
 
 
-# ---------------------------------------------------------------------------------- figure
 def plot_accuracy(summaries: dict[str, dict], title: str = "", show: bool = True):
     """Bar chart of accuracy (%) per run, error bars from the Wilson interval.
 
@@ -216,14 +197,9 @@ def plot_accuracy(summaries: dict[str, dict], title: str = "", show: bool = True
         title=title or f"Accuracy, n = {', '.join(map(str, n))} (error bar: Wilson 95 % CI)",
     )
     ax.tick_params(axis="x", labelrotation=20)
-    if show:
-        plt.show()
-    else:
-        plt.close(fig)
-    return fig
+    return finish_figure(fig, show)
 
 
-# ---------------------------------------------------------------------------------- plots
 def plot_before_after(comparison: Comparison, show: bool = True):
     """Paired bars, base vs. base + LoRA: accuracy (with Wilson 95 % CI error bars), valid and
     strict format, placeholder rate, reasoning completeness, all in %. Returns the ``Figure``."""
@@ -253,8 +229,7 @@ def plot_before_after(comparison: Comparison, show: bool = True):
         title=f"Before vs. after GRPO, n = {comparison.mcnemar.n} (error bar: Wilson 95 % CI)",
     )
     ax.legend()
-    _show_or_close(fig, show)
-    return fig
+    return finish_figure(fig, show)
 
 
 def plot_completion_lengths(comparison: Comparison, max_tokens: int | None = None, show: bool = True):
@@ -276,14 +251,4 @@ def plot_completion_lengths(comparison: Comparison, max_tokens: int | None = Non
         ax.axvline(max_tokens, color="k", ls="--", lw=1, label=f"limit {max_tokens}")
     ax.set(xlabel="completion tokens", ylabel="questions", title="Completion lengths")
     ax.legend()
-    _show_or_close(fig, show)
-    return fig
-
-
-def _show_or_close(fig, show: bool) -> None:
-    import matplotlib.pyplot as plt
-
-    if show:
-        plt.show()
-    else:
-        plt.close(fig)
+    return finish_figure(fig, show)

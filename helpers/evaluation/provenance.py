@@ -1,7 +1,5 @@
-"""Where a run came from: the commit and the machine, recorded in every run's summary.
-
-:func:`git_commit` (with ``+dirty`` for uncommitted changes), :func:`cpu_count` and :func:`machine`.
-"""
+"""Where a run came from, recorded in every run's summary: the commit (:func:`git_commit`) and the machine
+(:func:`machine`)."""
 
 from __future__ import annotations
 
@@ -13,19 +11,13 @@ from pathlib import Path
 
 def git_commit() -> str | None:
     """The current commit (``+dirty`` with uncommitted changes), or None outside a git clone."""
+    root = Path(__file__).resolve().parents[2]
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+
     try:
-        root = Path(__file__).resolve().parents[2]
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        return commit + ("+dirty" if dirty else "")
+        return git("rev-parse", "HEAD") + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
     except (OSError, subprocess.CalledProcessError):
         return None
 

@@ -1,37 +1,26 @@
 """Reading and reporting runs: ``summary.json``, the stage tables, per-kind outcomes.
 
-* A pipeline run's ``summary.json`` (:func:`pipeline_summary`: provenance, profile, timings, every
-  stage's summary and McNemar's tests between the starting point and GRPO, :func:`paired_tests`) and
-  :func:`load_summary` to read one back, e.g. a committed reference run under :data:`RESULTS_DIR`.
-* Tables of strings: :func:`stage_table` (GSM8K), :func:`problems_table` (course-written problems by
-  difficulty level), :func:`outcomes_by_kind` (per problem kind: gained, lost, p).
-
-A run's provenance (commit, machine) is :mod:`helpers.evaluation.provenance`.
+:func:`pipeline_summary` builds a pipeline run's ``summary.json`` (provenance, profile, timings, every
+stage's summary and McNemar's tests, :func:`paired_tests`); :func:`load_summary` reads one back, e.g. a
+committed reference run under :data:`RESULTS_DIR`. The tables of strings: :func:`stage_table` (GSM8K),
+:func:`problems_table` (course-written problems by level), :func:`outcomes_by_kind` (gained, lost, p per kind).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from types import SimpleNamespace
 
 from helpers.evaluation.provenance import git_commit, machine
 from helpers.training.profiles import Profile
 
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"  # the committed reference runs
-
-
 SUMMARY_FILE = "summary.json"
 FORMAT_GAIN_FILE = "format_gain.json"  # results/cpu-varied-format/: the main job's claim over seeds
-
-
 RECORDS_FILE = "eval_records.jsonl"
-
-
 STAGE_LABELS = {"base": "base", "cold_start": "cold start", "grpo": "cold start + GRPO"}
-
-
 # (summary key, table row): the rates compared between the stages.
 RATES = (
     ("format_rate_strict", "strict format (layout only)"),
@@ -150,7 +139,7 @@ def outcomes_by_kind(
             (r for r in records if r.get("set") == set_name and r["stage"] == stage), key=lambda r: r["index"]
         )
         if problems is None:
-            problems = [_Tags(r["kind"], r.get("ops", 0)) for r in rows]
+            problems = [SimpleNamespace(kind=r["kind"], ops=r.get("ops", 0)) for r in rows]
         if [r["index"] for r in rows] != list(range(len(problems))):
             raise ValueError(
                 f"stage {stage!r}: {len(rows)} problem records, not one for each of the "
@@ -176,12 +165,6 @@ def outcomes_by_kind(
     return table
 
 
-@dataclass(frozen=True)
-class _Tags:
-    kind: str
-    ops: int
-
-
 def pipeline_summary(
     profile: Profile,
     results: dict,
@@ -198,18 +181,19 @@ def pipeline_summary(
     transfer: dict | None = None,
     prompts: str | None = None,
 ) -> dict:
-    """The content of ``summary.json``: provenance (command, commit, date, machine), the profile,
-    the cold start (``cold_start``, trained in this run, or the folder ``reused_cold_start``, assumed
-    trained on the profile's ``cold_start_examples`` first train rows, as GRPO's prompts skip them,
-    and its ``cold_start_problems``),
-    the processes and global batch of GRPO (``training``, a :class:`helpers.training.trainer.TrainingRun`),
-    timings (seconds), GRPO's prompts (``prompts``, a description) and its held-out curve, its
-    effective config (``effective_config``: the trainer's settings after TRL's and Unsloth's rewrites), each
-    stage's :func:`helpers.evaluation.scoring.extended_summary` on GSM8K (``stages``) and :func:`paired_tests`
-    between the starting point and GRPO; on the course-written problems (``problems``: ``{stage: EvalResult}``)
-    the same under ``"problems"``, for all of them and for each level (:func:`problems_summary`), and
-    on the transfer family (``transfer``) under ``"transfer"``; ``"kinds"`` holds each set's
-    :func:`outcomes_by_kind` between the starting point and GRPO.
+    """The content of ``summary.json``, as JSON types (lists, not tuples).
+
+    * provenance (command, commit, date, machine), the profile, the cold start (``cold_start``, trained
+      in this run, or the folder ``reused_cold_start``, assumed trained on the profile's first
+      ``cold_start_examples`` train rows and its ``cold_start_problems``);
+    * GRPO's processes and global batch (``training``, a :class:`helpers.training.trainer.TrainingRun`),
+      timings (seconds), its prompts (``prompts``, a description), held-out curve and ``effective_config``
+      (the trainer's settings after TRL's and Unsloth's rewrites);
+    * ``stages``: each stage's :func:`helpers.evaluation.scoring.extended_summary` on GSM8K, and
+      :func:`paired_tests` between the starting point and GRPO; ``"problems"`` and ``"transfer"``: the
+      same on the course-written problems and the transfer family (``{stage: EvalResult}``), per level
+      (:func:`problems_summary`); ``"kinds"``: each set's :func:`outcomes_by_kind`.
+
     Without ``results`` (evaluation ``skipped``, with the reason) ``stages`` and the tests are empty."""
     from dataclasses import asdict
 
@@ -275,11 +259,9 @@ def stage_table(stages: dict, tests: dict | None = None):
 
     rows = {"accuracy": [f"{s['correct']}/{s['n']}" for s in stages.values()]}
     if all(s.get("accuracy_format_free") is not None for s in stages.values()):
-        rows[PAIRED["correct_format_free"]] = [
-            f"{round(s['accuracy_format_free'] * s['n'])}/{s['n']}" for s in stages.values()
-        ]
+        rows[PAIRED["correct_format_free"]] = [_count(s, "accuracy_format_free") for s in stages.values()]
     for key, label in RATES:
-        rows[label] = [f"{round(s[key] * s['n'])}/{s['n']}" for s in stages.values()]
+        rows[label] = [_count(s, key) for s in stages.values()]
     rows["mean completion tokens"] = [f"{s['mean_tokens']:.0f}" for s in stages.values()]
     labels = [STAGE_LABELS[k] for k in stages]
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=labels)
@@ -301,15 +283,14 @@ def problems_table(problems: dict):
 
     stages, tests = problems["stages"], problems["mcnemar_start_vs_grpo"]
     rows, paired = {}, {}
-    for key, name in (("correct", "accuracy"), ("correct_format_free", "format-free accuracy")):
-        summary_key = "accuracy" if key == "correct" else "accuracy_format_free"
+    for key, summary_key, name in (
+        ("correct", "accuracy", "accuracy"),
+        ("correct_format_free", "accuracy_format_free", "format-free accuracy"),
+    ):
         for level in ["all", *problems["levels"]]:
-            row = f"{name}, {level}"
-            rows[row] = [f"{round(s[level][summary_key] * s[level]['n'])}/{s[level]['n']}" for s in stages.values()]
-            paired[row] = tests[level][key]
-    rows["valid format, all"] = [
-        f"{round(s['all']['format_rate_valid'] * s['all']['n'])}/{s['all']['n']}" for s in stages.values()
-    ]
+            rows[f"{name}, {level}"] = [_count(s[level], summary_key) for s in stages.values()]
+            paired[f"{name}, {level}"] = tests[level][key]
+    rows["valid format, all"] = [_count(s["all"], "format_rate_valid") for s in stages.values()]
     paired["valid format, all"] = tests["all"]["format_valid"]
     rows["mean completion tokens, all"] = [f"{s['all']['mean_tokens']:.0f}" for s in stages.values()]
     labels = [STAGE_LABELS[k] for k in stages]
@@ -318,6 +299,11 @@ def problems_table(problems: dict):
         _p_cell(paired[row]) if row in paired else "" for row in frame.index
     ]
     return frame
+
+
+def _count(summary: dict, rate: str) -> str:
+    """A rate of a summary as ``"count/n"``."""
+    return f"{round(summary[rate] * summary['n'])}/{summary['n']}"
 
 
 def _p_cell(test: dict) -> str:

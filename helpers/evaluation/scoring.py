@@ -1,24 +1,13 @@
 """Measure a model on a set of questions: accuracy with a confidence interval, format, length, time.
 
-Three steps, each a public function, so that any of them can be reused or tested alone:
-
-1. **Generate** (:func:`evaluate`): one prompt per question, built by ``build_prompt``
-   (default: :func:`helpers.course_format.make_prompt`, the exact training prompt), generated in
-   batches through :func:`helpers.training.generation.generate` (vLLM on a GPU, batched HF on a CPU)
-   with a progress bar. ``samples=k > 1`` draws k completions per question and majority-votes their
-   answers (self-consistency, :func:`helpers.data.prompting.majority_vote`).
-2. **Score** (:func:`score`): per question, the extracted answer (default
-   :func:`helpers.grading.extract_answer`), whether it is correct (:func:`helpers.grading.is_correct`:
-   an evaluated number, equivalent to the gold) and whether the completion has the XML format
-   (:func:`helpers.rewards.strict_layout` / ``soft_layout``, and the content checks of the rewards).
-3. **Summarize** (:func:`summarize`): accuracy with a Wilson 95 % interval
-   (:func:`helpers.evaluation.stats.wilson_interval`), format and answer rates, mean completion tokens,
-   seconds per question - computed from the records alone, so saved records (:meth:`EvalResult.to_jsonl`,
-   :func:`read_jsonl`) can be re-summarized later. :func:`extended_summary` adds reasoning completeness
-   (:func:`reasoning_complete`: a ``<reasoning>`` block of at least :data:`MIN_REASONING_STEPS` steps).
-
-Determinism: the same model, questions, settings and ``seed`` give the same completions
-(greedy decoding needs no seed; sampled decoding seeds each generate call, see :func:`evaluate`).
+Three steps, each usable alone: :func:`evaluate` generates one completion per question from the training
+prompt (:func:`helpers.course_format.make_prompt`), in batches through
+:func:`helpers.training.generation.generate` (vLLM on a GPU, batched HF on a CPU; ``samples=k > 1``
+majority-votes k completions); :func:`score` grades each one (answer, correctness, XML format);
+:func:`summarize` turns the records into rates with a Wilson 95 % interval, so records saved with
+:meth:`EvalResult.to_jsonl` can be re-summarized later. :func:`extended_summary` adds reasoning
+completeness (:func:`reasoning_complete`). The same model, questions, settings and ``seed`` give the
+same completions (sampled decoding seeds each generate call).
 """
 
 from __future__ import annotations
@@ -38,25 +27,9 @@ from helpers.rewards import content_checked, is_placeholder, prompt_texts, soft_
 # Prompts per generate call with vLLM: its scheduler batches them itself ("put all of your prompts
 # into a single list", vLLM 0.11.2 LLM.generate); 256 keeps a progress bar (1,319 questions: 6 calls).
 VLLM_BATCH = 256
-
-
 HF_BATCH = 8  # rows per padded batch with transformers (memory grows with it)
-
-
-RECORD_KEYS = (
-    "question",
-    "gold",
-    "completion",
-    "extracted",
-    "correct",
-    "correct_format_free",
-    "format_strict",
-    "format_soft",
-    "format_valid",
-    "placeholder",
-    "tokens",
-    "seconds",
-)
+RECORD_KEYS = ("question", "gold", "completion", "extracted", "correct", "correct_format_free")
+RECORD_KEYS += ("format_strict", "format_soft", "format_valid", "placeholder", "tokens", "seconds")
 
 
 # ---------------------------------------------------------------------------------- scoring
@@ -71,19 +44,17 @@ def score(
 ) -> list[dict]:
     """Grade completions; returns one record per question (keys: :data:`RECORD_KEYS`).
 
-    ``extracted = extract(completion)`` (default :func:`helpers.grading.extract_answer`),
-    ``correct = is_correct(extracted, gold)`` (an evaluated answer: ``8 + 9`` for 17 is not correct);
-    ``correct_format_free``: the last number of the completion (:func:`helpers.data.prompting.last_number`)
-    equals the gold, whatever the format (a model that computes right but never writes the answer
-    block scores here and not in ``correct``);
-    ``format_strict`` / ``format_soft``: the XML
-    layout (:func:`helpers.rewards.strict_layout` / ``soft_layout``), whatever the blocks hold;
-    ``format_valid``: the strict layout with real reasoning and a number as the answer (what
-    :func:`helpers.rewards.strict_format_reward_func` pays for); ``placeholder``: a reasoning or
-    answer block that is a placeholder (``...``, text copied from the system prompt or the
-    question: :func:`helpers.rewards.is_placeholder`), as in the template copy. ``tokens``
-    (completion tokens) and ``seconds`` (generation time per question) are copied through;
-    ``None`` when not given.
+    * ``extracted = extract(completion)`` (default :func:`helpers.grading.extract_answer`);
+      ``correct = is_correct(extracted, gold)`` (an evaluated answer: ``8 + 9`` for 17 is not correct).
+    * ``correct_format_free``: the completion's last number (:func:`helpers.data.prompting.last_number`)
+      equals the gold, whatever the format.
+    * ``format_strict`` / ``format_soft``: the XML layout (:func:`helpers.rewards.strict_layout` /
+      ``soft_layout``); ``format_valid``: the strict layout with real reasoning and a number as the answer
+      (what :func:`helpers.rewards.strict_format_reward_func` pays for); ``placeholder``: a block that is a
+      placeholder (``...``, text copied from the system prompt or the question,
+      :func:`helpers.rewards.is_placeholder`).
+    * ``tokens`` (completion tokens) and ``seconds`` (generation time per question): copied through,
+      ``None`` when not given.
 
     Raises:
         ValueError: the lists differ in length.
@@ -219,11 +190,10 @@ def _rows(dataset, n: int | None) -> tuple[list[str], list[str]]:
     """Questions and gold answers of the first ``n`` rows of a Dataset or list of dicts."""
     if hasattr(dataset, "column_names"):  # datasets.Dataset
         columns = set(dataset.column_names)
-        size = len(dataset)
     else:
         dataset = list(dataset)
         columns = set(dataset[0]) if dataset else set()
-        size = len(dataset)
+    size = len(dataset)
     if size == 0:
         raise ValueError("the dataset is empty")
     if not {"question", "answer"} <= columns:
@@ -262,25 +232,23 @@ def evaluate(
     desc: str = "evaluating",
     generate_fn: Callable[..., list[str]] | None = None,
 ) -> EvalResult:
-    """Generate, score and summarize the first ``n`` questions of ``dataset``.
+    """Generate, score and summarize the first ``n`` questions of ``dataset``; returns an :class:`EvalResult`.
 
     Args:
-        model, tokenizer: from :func:`helpers.training.models.load_model`. ``tokenizer`` also counts
+        model, tokenizer: from :func:`helpers.training.models.load_model`; ``tokenizer`` also counts
             completion tokens (the decoded completion re-tokenized, without special tokens).
-        dataset: a ``datasets.Dataset`` or list of dicts with ``question`` and ``answer``
-            (the gold label), e.g. :func:`helpers.data.gsm8k.load_gsm8k` ``("test")``.
+        dataset: a ``datasets.Dataset`` or list of dicts with ``question`` and ``answer`` (the gold),
+            e.g. :func:`helpers.data.gsm8k.load_gsm8k` ``("test")``.
         build_prompt: ``question -> chat messages``; default :func:`helpers.course_format.make_prompt`.
         n: how many questions, from the start (file order); default all.
         max_new_tokens, temperature, top_p: decoding (``temperature=0``: greedy).
         seed: sample ``j`` of every batch is generated with seed ``seed + j``.
-        batch_size: questions per ``generate`` call and per progress-bar step; default
-            :func:`default_batch_size` (256 with vLLM, 8 with transformers).
+        batch_size: questions per ``generate`` call and progress-bar step; default :func:`default_batch_size`.
         lora_path: a saved LoRA adapter for vLLM (see :func:`helpers.training.generation.generate`).
         extract: ``completion -> answer or None``; default :func:`helpers.grading.extract_answer`.
-        samples: completions per question. With ``k > 1`` (self-consistency, needs
-            ``temperature > 0``) the record's ``extracted`` is the majority vote of the k
-            extracted answers (:func:`helpers.data.prompting.majority_vote`), ``completion`` the
-            first sample giving that answer (else sample 0), ``tokens`` the sum over the k
+        samples: completions per question. With ``k > 1`` (self-consistency, needs ``temperature > 0``)
+            ``extracted`` is the majority vote of the k answers (:func:`helpers.data.prompting.majority_vote`),
+            ``completion`` the first sample giving it (else sample 0), ``tokens`` the sum over the k
             samples, and two more keys hold all ``completions`` and their ``votes``.
         desc: progress-bar label.
         generate_fn: replaces :func:`helpers.training.generation.generate` (tests, other backends):
@@ -377,33 +345,23 @@ def _score_batch(questions, golds, per_sample, extract, tokenizer, seconds) -> l
     return records
 
 
-MIN_REASONING_STEPS = 2
-
-
-_STEP_SPLIT_RE = re.compile(r"\n|(?<=[.!?])\s+")  # a line break, or a sentence end + space
-
-
-_WORD_RE = re.compile(r"[A-Za-z0-9]")
-
-
 # --------------------------------------------------------------------- reasoning completeness
-def reasoning_block(text: str | None) -> str | None:
-    """Content of the single ``<reasoning>…</reasoning>`` block, or ``None`` (fail closed, as
-    :func:`helpers.grading.extract_xml_block`): a tag missing or repeated, or a completion cut off
-    by the token limit before ``</reasoning>``."""
-    return extract_xml_block(text, "reasoning")
+MIN_REASONING_STEPS = 2
+_STEP_SPLIT_RE = re.compile(r"\n|(?<=[.!?])\s+")  # a line break, or a sentence end + space
+_WORD_RE = re.compile(r"[A-Za-z0-9]")
 
 
 def reasoning_steps(text: str | None) -> int:
     """Number of steps in a completion's reasoning block (0 without a valid block).
 
-    The block (:func:`reasoning_block`) is split at line breaks and at sentence ends (``.``,
-    ``!`` or ``?`` followed by whitespace); each piece holding at least one letter or digit is a
-    step. A decimal point (``3.5``) does not split. ``"<reasoning>\\n16 - 3 - 4 = 9.\\n9 * 2 = 18.
+    The single ``<reasoning>`` block (:func:`helpers.grading.extract_xml_block`: ``None``, so 0 steps, for a
+    tag missing or repeated, or a completion cut off before ``</reasoning>``) is split at line breaks and at
+    sentence ends (``.``, ``!`` or ``?`` followed by whitespace); each piece holding at least one letter or
+    digit is a step. A decimal point (``3.5``) does not split. ``"<reasoning>\\n16 - 3 - 4 = 9.\\n9 * 2 = 18.
     \\n</reasoning>"`` -> 2; ``"<reasoning>So 9 eggs. 9 * 2 = 18.</reasoning>"`` -> 2;
     ``"<reasoning>18</reasoning>"`` -> 1.
     """
-    block = reasoning_block(text)
+    block = extract_xml_block(text, "reasoning")
     if block is None:
         return 0
     return sum(bool(_WORD_RE.search(piece)) for piece in _STEP_SPLIT_RE.split(block))
@@ -413,7 +371,10 @@ def reasoning_complete(text: str | None, min_steps: int = MIN_REASONING_STEPS) -
     """Reasoning completeness: a closed, non-empty reasoning block with ``>= min_steps`` steps.
 
     A step is defined in :func:`reasoning_steps`. The ``<answer>`` block is not required here
-    (format compliance measures that). Raises ``ValueError`` when ``min_steps < 1``.
+    (format compliance measures that).
+
+    Raises:
+        ValueError: ``min_steps < 1``.
     """
     if min_steps < 1:
         raise ValueError(f"min_steps must be at least 1, got {min_steps}")

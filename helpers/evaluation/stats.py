@@ -1,10 +1,7 @@
-"""The statistics of the course's evaluations, from :mod:`scipy.stats`.
-
-* :func:`wilson_interval`: a 95 % interval for an accuracy (Wilson 1927), sound near 0 and 1;
-* McNemar's exact test for two evaluations of the same questions (:func:`mcnemar`, :class:`McNemar`;
-  :func:`mcnemar_exact_p`, and :func:`mcnemar_chi2` for comparison): only the discordant questions count.
-
-pass@k, which only the CPU study reports, is :mod:`cpu_study.pass_at_k`.
+"""The statistics of the course's evaluations, from :mod:`scipy.stats`: :func:`wilson_interval`, a 95 %
+interval for an accuracy (Wilson 1927), and McNemar's exact test for two evaluations of the same questions
+(:func:`mcnemar`; :func:`mcnemar_exact_p`, and :func:`mcnemar_chi2` for comparison). pass@k, which only
+the CPU study reports, is :mod:`cpu_study.pass_at_k`.
 """
 
 from __future__ import annotations

@@ -1,27 +1,11 @@
-"""Trainer callbacks: the metrics CSV, a quiet progress bar, a truncation warning, and held-out accuracy during GRPO.
-
-* :class:`MetricsCSV` writes each logged step of a TRL trainer as one row of a CSV;
-  :func:`quiet_progress` makes :class:`QuietProgressCallback` the trainer's one progress display;
-  :class:`TruncationGuard` warns when many completions are cut at ``max_completion_length``.
-* :class:`HeldoutAccuracy` is the number that tells learning from reward hacking. The reward can rise
-  while the model gets worse at the task: it finds what the reward functions pay for (a template copy,
-  a restated fact) instead of the answer. TRL's ``GRPOTrainer`` logs the reward only and has no hook to
-  evaluate generations during training (trl#2959). Before the first step and every ``every`` steps (and
-  after the last) the callback answers a fixed set of held-out problems greedily with the current policy
-  and writes, beside the reward in ``metrics.csv`` (:data:`HELDOUT_COLUMNS`):
-
-  * ``heldout/accuracy`` - the ``<answer>`` block equals the label (what the correctness reward pays);
-  * ``heldout/accuracy_format_free`` - the last number of the completion equals the label, whatever
-    the format (so a format gain and a reasoning gain can be told apart);
-  * ``heldout/seconds`` - what the evaluation cost.
-
-  Transformers backend only: under Unsloth the policy's vLLM engine samples with the LoRA that the
-  trainer syncs into it, not with the model in memory.
-"""
+"""Trainer callbacks of a course run: :class:`MetricsCSV`, one progress bar (:func:`quiet_progress`), a
+truncation warning (:class:`TruncationGuard`), held-out accuracy during GRPO (:class:`HeldoutAccuracy`)
+and the log of every group trained on (:class:`GroupLog`)."""
 
 from __future__ import annotations
 
 import csv
+import json
 import time
 import warnings
 from pathlib import Path
@@ -31,14 +15,12 @@ from transformers.trainer_callback import ProgressCallback
 
 
 class MetricsCSV(TrainerCallback):
-    """TrainerCallback that appends each logged step to a CSV, with the step's wall time.
+    """Writes each logged step of a trainer as one row of a CSV, with the step's wall time (``step_time_s``).
 
-    Columns are the union of all logged keys (TRL adds ``rewards/<func>/mean`` per reward
-    function; :class:`helpers.training.callbacks.HeldoutAccuracy` adds ``heldout/*`` and a step-0 row to
-    :attr:`rows`); the file is rewritten at each log so it is always complete and readable. A run
-    resumed from a checkpoint at step N keeps the file's rows up to step N and continues after
-    them; a fresh run starts an empty file. Only the main process (rank 0) writes it: TRL and
-    transformers log values already gathered over all processes.
+    Columns are the union of all logged keys (TRL adds ``rewards/<func>/mean`` per reward function,
+    :class:`HeldoutAccuracy` ``heldout/*`` and a step-0 row in :attr:`rows`); the file is rewritten at each
+    log, so it is always complete. A run resumed at step N keeps the rows up to step N. Only the main
+    process writes: TRL and transformers log values already gathered over all processes.
     """
 
     def __init__(self, path: Path):
@@ -85,10 +67,9 @@ class QuietProgressCallback(ProgressCallback):
 def quiet_progress(trainer) -> None:
     """Make :class:`QuietProgressCallback` a ``transformers.Trainer``'s only progress display.
 
-    The trainer adds ``DEFAULT_PROGRESS_CALLBACK`` (transformers 4.56 ``trainer.py``): the tqdm
-    ``ProgressCallback`` in a terminal, but ``NotebookProgressCallback`` (an HTML table of every logged
-    value) in Jupyter and Colab, which is not a ``ProgressCallback``: both are removed, and
-    ``PrinterCallback`` (``disable_tqdm=True``) is left alone."""
+    Removes ``DEFAULT_PROGRESS_CALLBACK`` (transformers 4.56 ``trainer.py``): tqdm's ``ProgressCallback`` in a
+    terminal, ``NotebookProgressCallback`` (an HTML table of every logged value, not a ``ProgressCallback``)
+    in Jupyter and Colab; ``PrinterCallback`` (``disable_tqdm=True``) stays."""
     progress = [ProgressCallback]
     try:
         from transformers.utils.notebook import NotebookProgressCallback
@@ -109,15 +90,13 @@ class TruncationWarning(UserWarning):
 class TruncationGuard(TrainerCallback):
     """Warns once when TRL's ``completions/clipped_ratio`` stays high, saying what to change.
 
-    A completion cut at ``max_completion_length`` has no ``<answer>`` block: it earns no correctness
-    reward however right its reasoning, and TRL still trains its tokens with its (negative) advantage,
-    so a run whose completions are often cut teaches the policy to be short, not right (trl#5697,
-    #6263). Unsloth's own T4 run of the t4 profile's recipe, at a 200-token cap, had every completion
-    of 93 of its 250 steps cut. When the mean ratio over the last ``window`` logged steps reaches
-    ``threshold`` this warns (:class:`TruncationWarning`) with the numbers and the remedies: a longer
-    ``max_completion_length`` (up to ``max_seq_length - max_prompt_length``), or
-    ``mask_truncated_completions=True`` (DAPO's overlong filtering) to leave cut completions out of the
-    loss. Main process only; every profile, the CPU's too.
+    A cut completion has no ``<answer>`` block: it earns no correctness reward however right its
+    reasoning, and TRL still trains its tokens with its (negative) advantage, so often-cut completions
+    teach the policy to be short, not right (trl#5697, #6263; Unsloth's own T4 run of the t4 recipe, at a
+    200-token cap, had every completion of 93 of its 250 steps cut). When the mean ratio over the last
+    ``window`` logged steps reaches ``threshold`` this warns (:class:`TruncationWarning`) with the remedies:
+    a longer ``max_completion_length`` or ``mask_truncated_completions=True`` (DAPO's overlong filtering).
+    Main process only.
 
     Args:
         profile: the run's profile (its lengths go into the advice).
@@ -144,30 +123,25 @@ class TruncationGuard(TrainerCallback):
         recent = self.ratios[-self.window :]
         mean = sum(ratio for _, ratio in recent) / len(recent)
         if self.warned_at is None and len(recent) == self.window and mean >= self.threshold:
-            self.warned_at = state.global_step
-            warnings.warn(self.advice(mean, recent[0][0], recent[-1][0]), TruncationWarning, stacklevel=2)
-
-    def advice(self, mean: float, first: int, last: int) -> str:
-        p = self.profile
-        room = p.max_seq_length - p.max_prompt_length
-        return (
-            f"{mean:.0%} of completions reached max_completion_length = {p.max_completion_length} tokens "
-            f"over steps {first}-{last}: a cut completion has no <answer> block, earns no correctness reward, "
-            "and is still trained with its advantage. Raise max_completion_length (up to "
-            f"{room} (max_seq_length {p.max_seq_length} - max_prompt_length {p.max_prompt_length}); each step "
-            "then takes longer), or set mask_truncated_completions=True in the GRPOConfig (notebook 05's "
-            "settings, or a keyword of train(...)) to leave cut "
-            "completions out of the loss; completions/clipped_ratio in metrics.csv shows every step."
-        )
+            self.warned_at, p = state.global_step, self.profile
+            advice = (
+                f"{mean:.0%} of completions reached max_completion_length = {p.max_completion_length} tokens "
+                f"over steps {recent[0][0]}-{recent[-1][0]}: a cut completion has no <answer> block, earns no "
+                "correctness reward, and is still trained with its advantage. Raise max_completion_length (up to "
+                f"{p.max_seq_length - p.max_prompt_length} (max_seq_length {p.max_seq_length} - max_prompt_length "
+                f"{p.max_prompt_length}); each step then takes longer), or set mask_truncated_completions=True in "
+                "the GRPOConfig (notebook 05's settings, or a keyword of train(...)) to leave cut completions out "
+                "of the loss; completions/clipped_ratio in metrics.csv shows every step."
+            )
+            warnings.warn(advice, TruncationWarning, stacklevel=2)
 
 
 HELDOUT_COLUMNS = ("heldout/accuracy", "heldout/accuracy_format_free", "heldout/seconds")
 
 
 def score_heldout(completions: list[str], answers: list[str]) -> dict:
-    """``{"heldout/accuracy", "heldout/accuracy_format_free"}`` of completions against labels, graded
-    as the final evaluation grades them (:func:`helpers.evaluation.scoring.score`: the ``<answer>`` block,
-    and the last number whatever the format).
+    """``{"heldout/accuracy", "heldout/accuracy_format_free"}`` of completions against labels, graded as
+    the final evaluation grades them (:func:`helpers.evaluation.scoring.score`).
 
     Raises:
         ValueError: the lists differ in length, or are empty.
@@ -181,7 +155,19 @@ def score_heldout(completions: list[str], answers: list[str]) -> dict:
 
 
 class HeldoutAccuracy(TrainerCallback):
-    """Greedy accuracy of the policy on fixed held-out problems, every ``every`` steps.
+    """Greedy accuracy of the policy on fixed held-out problems, before training and every ``every`` steps:
+    what tells learning from reward hacking. The reward can rise while the model gets worse at the task (it
+    finds what the rewards pay for, a template copy or a restated fact, instead of the answer), and TRL's
+    ``GRPOTrainer`` logs the reward only, with no hook to evaluate generations (trl#2959). The values
+    (:data:`HELDOUT_COLUMNS`) go into ``metrics.csv`` beside the reward:
+
+    * ``heldout/accuracy`` - the ``<answer>`` block equals the label (what the correctness reward pays);
+    * ``heldout/accuracy_format_free`` - the last number equals the label, whatever the format (so a
+      format gain and a reasoning gain can be told apart);
+    * ``heldout/seconds`` - what the evaluation cost.
+
+    Transformers backend only: under Unsloth the vLLM engine samples with the LoRA the trainer syncs into
+    it, not with the model in memory.
 
     Args:
         problems: rows with ``question`` and ``answer`` (a Dataset, or :class:`helpers.data.draws.Problem`
@@ -190,11 +176,10 @@ class HeldoutAccuracy(TrainerCallback):
         every: evaluate after steps ``every, 2 * every, ...`` and after the last step; also once
             before training (step 0).
         max_new_tokens: the completion limit (the training one, so that the two compare).
-        metrics: the run's :class:`helpers.training.callbacks.MetricsCSV`: the step-0 row goes into it.
+        metrics: the run's :class:`MetricsCSV`: the step-0 row goes into it.
 
-    Each evaluation is added to the step's logged values (so TRL's logs, the progress bar and
-    ``metrics.csv`` carry it); :attr:`history` keeps ``[(step, values), ...]``. Register it before
-    the ``MetricsCSV`` callback (:func:`helpers.training.trainer.train` does).
+    Each evaluation is added to the step's logs (so the progress bar and ``metrics.csv`` carry it);
+    :attr:`history` keeps ``[(step, values), ...]``. Register it before the ``MetricsCSV``.
 
     Raises:
         ValueError: ``every < 1`` or no problems.
@@ -231,8 +216,7 @@ class HeldoutAccuracy(TrainerCallback):
 
         training = model.training
         started = time.perf_counter()
-        # The rollouts draw from torch's global stream: whatever the generation backend does with it (HF
-        # generate() used to reseed it with 0, so every seed's rollouts then drew the same numbers), keep it.
+        # The rollouts draw from torch's global stream: keep it, whatever the generation backend does with it.
         with torch.random.fork_rng(devices=range(torch.cuda.device_count())):  # CPU and every GPU stream
             texts = generate(
                 model,
@@ -256,9 +240,8 @@ class HeldoutAccuracy(TrainerCallback):
     def on_log(self, args, state, control, logs=None, model=None, **kwargs):
         step = state.global_step
         due = step % self.every == 0 or step == state.max_steps
-        if logs is None or "loss" not in logs or not due or not state.is_world_process_zero:
-            return
-        if self.history and self.history[-1][0] == step:
+        done = self.history and self.history[-1][0] == step
+        if logs is None or "loss" not in logs or not due or not state.is_world_process_zero or done:
             return
         values = self.evaluate(model)
         self.history.append((step, values))
@@ -268,26 +251,21 @@ class HeldoutAccuracy(TrainerCallback):
 class GroupLog(TrainerCallback):
     """Every group GRPO trained on, one JSON line each, in ``path`` (``groups.jsonl`` of a run).
 
-    TRL logs a step's means; ``frac_reward_zero_std`` says *how many* groups were flat (all G
-    completions earned the same reward, so every advantage is 0 and the group teaches nothing), not
-    *which*. After each generated batch this writes, per group::
+    TRL's ``frac_reward_zero_std`` says *how many* groups were flat (every advantage 0: the group teaches
+    nothing), not *which*. After each generated batch this writes, per group::
 
         {"step": 3, "group": 0, "row": 32, "kind": "add", "template": "add.4",
          "rewards": {"correctness_reward_func": [2.0, 0.0, ...], ...}, "advantages": [0.93, -0.93, ...]}
 
-    ``row`` is the prompt's row in the training dataset (found by its ``question``; None when not
-    found), ``kind`` and ``template`` that row's columns when the dataset has them
-    (:func:`helpers.data.curriculum.curriculum_dataset`), each list G long. No prompt or completion
-    text is written, so the file can be committed for any dataset.
-
-    It reads the batch TRL keeps for its completion tables (``GRPOTrainer._logs``, TRL 0.22: the last
-    generation batch's prompts, completions, rewards per function and advantages, in generation order,
-    each prompt's G completions in a row, gathered over processes). Only the main process writes. A
-    batch reused for several optimizer steps (``num_iterations > 1``) is written once.
+    ``row`` is the prompt's row in the training dataset (found by its ``question``; None when not found),
+    ``kind`` and ``template`` that row's columns when the dataset has them, each list G long. No text is
+    written, so the file can be committed for any dataset. It reads the batch TRL keeps for its completion
+    tables (``GRPOTrainer._logs``, TRL 0.22: the last generation batch, each prompt's G completions in a
+    row, gathered over processes). Only the main process writes; a batch reused for several optimizer
+    steps (``num_iterations > 1``) is written once.
 
     Args:
-        path: the JSONL file; a fresh run (step 0) starts it empty; a run resumed at step N keeps the
-            groups of steps 1..N (those logged after the checkpoint are dropped, as in :class:`MetricsCSV`) and appends.
+        path: the JSONL file; a fresh run starts it empty, a run resumed at step N keeps steps 1..N and appends.
         trainer: the ``GRPOTrainer`` whose batches to read.
         dataset: the training prompts (a ``datasets.Dataset`` with ``question``).
         num_generations: G, the completions per prompt.
@@ -305,23 +283,15 @@ class GroupLog(TrainerCallback):
         self.tags = {c: list(dataset[c]) for c in ("kind", "template") if c in columns}
         self._last = None
 
-    def _row(self, prompt_text: str):
-        return next((i for i, q in enumerate(self.questions) if q and q in prompt_text), None)
-
     def on_train_begin(self, args, state, control, **kwargs):
         if not state.is_world_process_zero:
             return
-        if state.global_step == 0 or not self.path.exists():
-            self.path.write_text("")
-            return
-        import json  # resumed at step N: keep the groups of steps 1..N, drop those logged after the checkpoint
-
-        kept = [line for line in self.path.read_text().splitlines() if json.loads(line)["step"] <= state.global_step]
+        # a fresh run starts empty; resumed at step N, the groups of steps 1..N stay
+        lines = self.path.read_text().splitlines() if state.global_step > 0 and self.path.exists() else []
+        kept = [line for line in lines if json.loads(line)["step"] <= state.global_step]
         self.path.write_text("".join(line + "\n" for line in kept))
 
     def on_step_end(self, args, state, control, **kwargs):
-        import json
-
         logs = self.trainer._logs
         prompts, completions = list(logs["prompt"]), list(logs["completion"])
         fingerprint = hash(tuple(completions))
@@ -332,7 +302,7 @@ class GroupLog(TrainerCallback):
         advantages = list(logs["advantages"])
         with open(self.path, "a", encoding="utf-8") as f:
             for j, start in enumerate(range(0, len(prompts), self.g)):
-                row = self._row(prompts[start])
+                row = next((i for i, q in enumerate(self.questions) if q and q in prompts[start]), None)
                 record = {"step": state.global_step, "group": j, "row": row}
                 record.update({c: (v[row] if row is not None else None) for c, v in self.tags.items()})
                 record["rewards"] = {name: values[start : start + self.g] for name, values in rewards.items()}

@@ -1,10 +1,7 @@
-"""Checkpoints a GRPO run can resume from: the newest one whose files hold all of the run's state and load.
-
-:func:`helpers.training.trainer.train` resumes from :func:`last_checkpoint`. Over Google Drive a
-checkpoint's files are not written atomically, so the newest one can be half uploaded;
-:func:`checkpoint_problem` says what is missing or unreadable, and such a checkpoint is skipped for
-the one before (Drive keeps two, :data:`helpers.colab.persist.DRIVE_CHECKPOINTS`).
-"""
+"""Checkpoints a GRPO run can resume from (:func:`helpers.training.trainer.train` calls :func:`last_checkpoint`):
+the newest one whose files hold all of the run's state and load. Over Google Drive a checkpoint's files are
+not written atomically, so the newest can be half uploaded; it is then skipped for the one before (Drive
+keeps two, :data:`helpers.colab.persist.DRIVE_CHECKPOINTS`)."""
 
 from __future__ import annotations
 
@@ -13,9 +10,8 @@ from pathlib import Path
 
 def last_checkpoint(output_dir, verbose: bool = True) -> Path | None:
     """The newest ``checkpoint-<step>`` folder in ``output_dir`` that loads (:func:`checkpoint_problem`
-    finds nothing wrong), or None. Newer ones that do not load are skipped, with the reason printed
-    when ``verbose``: over Google Drive a checkpoint's files are not written atomically, and a
-    disconnect mid-upload can leave ``trainer_state.json`` beside a truncated ``optimizer.pt``."""
+    finds nothing wrong), or None. Newer ones are skipped, with the reason printed when ``verbose`` (a
+    Drive disconnect mid-upload can leave ``trainer_state.json`` beside a truncated ``optimizer.pt``)."""
     found = [p for p in Path(output_dir).glob("checkpoint-*") if p.is_dir() and p.name.split("-", 1)[1].isdigit()]
     for path in sorted(found, key=checkpoint_step, reverse=True):
         problem = checkpoint_problem(path)
@@ -30,15 +26,13 @@ def checkpoint_problem(path) -> str | None:
     """Why the trainer checkpoint in ``path`` would not resume the run as it was, or None when it would.
 
     Required, because transformers 4.56 resumes without them silently (``Trainer._load_optimizer_and_scheduler``
-    loads the optimizer only when ``scheduler.pt`` exists too, ``_load_rng_state`` skips a missing
-    file with an info log): ``trainer_state.json`` (the step), weights (``*.safetensors``/``*.bin``,
-    with ``adapter_config.json`` beside a PEFT adapter's, which does not load without it), optimizer
-    state (``optimizer.pt``: AdamW's moments), scheduler state (``scheduler.pt``: the warm-up and
-    decay reached) and random state (``rng_state.pth``, or ``rng_state_<rank>.pth`` per process).
-    DeepSpeed's ``global_step*`` folder stands for the weights, the optimizer and its scheduler.
-    Every file present is read: JSON parsed, safetensors' header checked against the file's length,
-    ``.pt``/``.pth``/``.bin`` zip archives (``torch.save``) checked against their CRC-32s, older
-    pickles loaded on the CPU.
+    loads the optimizer only when ``scheduler.pt`` exists too, ``_load_rng_state`` skips a missing file):
+    ``trainer_state.json`` (the step), weights (``*.safetensors``/``*.bin``, and ``adapter_config.json``
+    beside a PEFT adapter's), ``optimizer.pt`` (AdamW's moments), ``scheduler.pt`` (the warm-up and decay
+    reached) and ``rng_state.pth`` (or ``rng_state_<rank>.pth`` per process); DeepSpeed's ``global_step*``
+    folder stands for weights, optimizer and scheduler. Every file present is read: JSON parsed,
+    safetensors' header checked, ``torch.save`` zip archives checked against their CRC-32s, older pickles
+    loaded on the CPU.
     """
     import json
     import zipfile

@@ -1,20 +1,17 @@
 """Checks made while a GRPO trainer is built: the config it really trains with, and its reward functions.
 
-**The effective config.** What :func:`helpers.training.trainer.build_grpo_config` asks for is not
-always what trains. TRL derives settings (``generation_batch_size``, ``steps_per_generation``,
-``epsilon_high``, ``scale_rewards`` True -> ``"group"``); under Unsloth the generated ``GRPOConfig``
-and trainer rewrite more, with a one-line print at most (unsloth 2026.10.9, ``unsloth/models/rl.py``):
-a batch that is not a multiple of ``num_generations`` is reset to it, an explicit
-``loss_type="dr_grpo"`` turns ``scale_rewards`` off, ``"dapo"`` sets ``mask_truncated_completions``
-and ``epsilon_high``, a model Unsloth keeps in fp32 turns fp16 off, ``use_vllm`` is forced on for a
-model with vLLM. :func:`check_config` compares every setting the course (or the caller) chose with
-the trainer's ``args`` and raises :class:`ConfigRewriteError` for any that changed;
-:func:`effective_config` is the JSON-ready record train() prints and keeps in ``summary.json``.
+**The effective config.** What :func:`helpers.training.trainer.build_grpo_config` asks for is not always what
+trains. TRL derives settings (:data:`DERIVED`; ``scale_rewards`` True -> ``"group"``), and Unsloth's generated
+``GRPOConfig`` and trainer rewrite more with a one-line print at most (unsloth 2026.10.9,
+``unsloth/models/rl.py``: the cases are in :func:`check_config`'s message; also a model Unsloth keeps in fp32
+turns fp16 off, and ``use_vllm`` is forced on for a model with vLLM). :func:`check_config` raises
+:class:`ConfigRewriteError` for any chosen setting that changed; :func:`effective_config` is the record
+``train()`` prints and keeps in ``summary.json``.
 
 **Reward functions.** TRL 0.22 writes a reward function's list into one column of its reward tensor
-(``rewards_per_func[:, i] = torch.tensor(...)``, ``GRPOTrainer._calculate_rewards``): one value for a
-batch is broadcast to every completion without an error (trl#6533), another wrong length fails deep
-in torch. :func:`one_value_per_completion` checks the length where the function returns.
+(``GRPOTrainer._calculate_rewards``): one value for a batch is broadcast to every completion without an error
+(trl#6533), another wrong length fails deep in torch. :func:`one_value_per_completion` checks the length where
+the function returns.
 """
 
 from __future__ import annotations
@@ -65,13 +62,8 @@ def _same(name: str, chosen, effective) -> bool:
     if name == "output_dir" and chosen is not None:
         chosen = os.path.expanduser(str(chosen))
     if isinstance(chosen, float) or isinstance(effective, float):
-        return (
-            isinstance(chosen, (int, float))
-            and isinstance(effective, (int, float))
-            and not isinstance(chosen, bool)
-            and not isinstance(effective, bool)
-            and math.isclose(chosen, effective, rel_tol=1e-9, abs_tol=0.0)
-        )
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (chosen, effective))
+        return numbers and math.isclose(chosen, effective, rel_tol=1e-9, abs_tol=0.0)
     return type(chosen) is type(effective) and chosen == effective
 
 

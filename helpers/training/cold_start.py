@@ -1,25 +1,18 @@
 """Cold start: supervised fine-tuning on worked solutions in the course format, before GRPO.
 
-DeepSeek-R1-Zero (DeepSeek-AI 2025) learned to reason from its base model with RL alone, without
-SFT. DeepSeek-R1 then added a "cold start" (section 2.3.1): SFT on a few thousand long
-chain-of-thought examples before RL, to make the early RL stable and the answers readable. The
-course needs one for another reason. RL can only reinforce what the policy already samples, and
+DeepSeek-R1-Zero (DeepSeek-AI 2025) learned to reason with RL alone; DeepSeek-R1 added a "cold start"
+(section 2.3.1), SFT on a few thousand long chains of thought before RL, for stable early RL and readable
+answers. The course needs one for another reason: RL only reinforces what the policy already samples, and
 GRPO learns nothing from a group whose completions all score the same. SmolLM2-135M never writes
-``<reasoning>/<answer>`` on its own (in no committed evaluation of the base model, greedy:
-``results/cpu-cold160-checked``). A completion without the tags earns 0 from every
-reward unless it ends in a ``\\boxed{}`` answer, which the base model's committed evaluations never
-show (answer rate 0), so such a group gives GRPO no signal. After the CPU profile's cold start (40 GSM8K
-*train* solutions and 120 course-written worked problems) the valid format is there on most
-course-written test problems and GSM8K questions (``results/cpu-varied/summary.json``: ``format_rate_valid``),
-and groups can differ.
+``<reasoning>/<answer>`` on its own (no committed greedy evaluation of the base model, e.g.
+``results/cpu-cold160-checked``, shows it, nor a ``\\boxed{}`` answer), so every completion earns 0 and
+its groups give no signal. After the CPU profile's cold start (40 GSM8K *train* solutions and 120
+course-written worked problems) the valid format is there on most course-written test problems and GSM8K
+questions (``results/cpu-varied/summary.json``: ``format_rate_valid``), and groups can differ.
 
-* :func:`format_solution` rewrites a GSM8K worked solution in the course format (calculator
-  annotations ``<<48/2=24>>`` removed, the ``####`` label as the answer).
-* :func:`build_sft_dataset` makes TRL conversational prompt-completion rows: the training prompt
-  (:func:`helpers.course_format.make_prompt`) and the formatted solution as the assistant turn.
-* :func:`train_cold_start` trains a LoRA with TRL's ``SFTTrainer`` (loss on the assistant turn
-  only), merges it into the base weights and saves a plain checkpoint: the GRPO policy starts
-  from it and, where beta > 0, the same weights serve as the GRPO reference model.
+Read :func:`build_sft_dataset` (TRL prompt-completion rows: the GRPO prompt and the formatted solution)
+and :func:`train_cold_start` (a LoRA trained with TRL's ``SFTTrainer`` on the assistant turn only, merged
+into the base weights and saved as the GRPO policy's start and, where beta > 0, its reference model).
 """
 
 from __future__ import annotations
@@ -30,14 +23,10 @@ from pathlib import Path
 
 from helpers.course_format import SYSTEM_PROMPT, extract_hash_answer, format_solution, make_prompt
 from helpers.data.gsm8k import read_rows
-from helpers.training.profiles import Profile
+from helpers.training.profiles import Profile, mixed_precision_flags
 
 COLD_START_DIR = "cold_start"
-
-
 COLD_START_METRICS_FILE = "cold_start_metrics.csv"
-
-
 PROBLEMS_SEED = 1000  # the cold start's course-written problems: a draw of their own (GRPO's use profile.seed)
 
 
@@ -50,16 +39,15 @@ def build_sft_dataset(
     family: str = "varied",
     max_number: int = 20,
 ):
-    """The first ``n`` GSM8K *train* rows, and ``problems`` course-written worked problems, as a
-    ``datasets.Dataset`` for ``SFTTrainer``.
+    """The first ``n`` GSM8K *train* rows (:func:`helpers.data.gsm8k.read_rows`), and ``problems``
+    course-written worked problems, as a ``datasets.Dataset`` for ``SFTTrainer``.
 
-    Columns: ``prompt`` (system + user messages, exactly the GRPO prompt), ``completion`` (one
-    assistant message, :func:`format_solution`), ``question``, ``answer`` (the label).
-    The GSM8K source is :func:`helpers.data.gsm8k.read_rows` (``GSM8K_DIR``, the hub or the sample). The
-    problems (:func:`helpers.data.problems.make_problems`, *train* split, ``floor(problems x two_op_share)``
-    with two operations and the rest with one, of ``family``,
-    operands up to ``max_number``, their own seed :data:`PROBLEMS_SEED`) are shuffled in
-    among the GSM8K rows (a fixed order).
+    Columns: ``prompt`` (system + user messages, exactly the GRPO prompt), ``completion`` (one assistant
+    message: :func:`helpers.course_format.format_solution`, calculator annotations removed, the ``####``
+    label as the answer), ``question``, ``answer`` (the label). The problems
+    (:func:`helpers.data.problems.make_problems`, *train* split, ``floor(problems x two_op_share)`` with two
+    operations and the rest with one, of ``family``, operands up to ``max_number``, seed
+    :data:`PROBLEMS_SEED`) are shuffled in among the GSM8K rows (a fixed order).
 
     Raises:
         ValueError: ``n < 1`` or more rows than the split has; ``problems < 0``; ``two_op_share``
@@ -108,15 +96,12 @@ def build_sft_dataset(
 def build_sft_config(profile: Profile, output_dir, **overrides):
     """``trl.SFTConfig`` for the cold start of a profile (``cold_start_*`` settings).
 
-    Loss on the completion (the assistant turn) only: TRL's default for prompt-completion data,
-    set explicitly here. Precision follows the profile through
-    :func:`helpers.training.profiles.mixed_precision_flags`, as the model's dtype does (TRL's SFT would
-    default to bf16).
+    Loss on the completion (the assistant turn) only, TRL's default for prompt-completion data, set
+    explicitly. Precision follows :func:`helpers.training.profiles.mixed_precision_flags`, as the model's
+    dtype does (TRL's SFT would default to bf16).
     """
     import torch
     from trl import SFTConfig
-
-    from helpers.training.profiles import mixed_precision_flags
 
     settings = dict(
         output_dir=str(output_dir),
@@ -185,17 +170,14 @@ def train_cold_start(
         raise ValueError(f"cold start needs at least 1 example, got {n}")
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    dataset = (
-        dataset
-        if dataset is not None
-        else build_sft_dataset(
+    if dataset is None:
+        dataset = build_sft_dataset(
             n,
             problems=profile.cold_start_problems,
             two_op_share=profile.cold_start_two_op_share,
             family=profile.problem_family,
             max_number=profile.cold_start_max_number,
         )
-    )
     model, tokenizer = load_model(profile, model_path)
     metrics = MetricsCSV(output_dir / COLD_START_METRICS_FILE)
     trainer = SFTTrainer(

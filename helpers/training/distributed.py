@@ -1,26 +1,17 @@
-"""Several training processes: ``accelerate launch -m helpers train`` starts one per GPU.
+"""Several training processes: ``accelerate launch -m helpers train`` starts one per GPU (``docs/multi_gpu.md``).
 
-Data-parallel GRPO is TRL's ``GRPOTrainer`` under accelerate, nothing of ours: every process holds
-the whole policy, generates the completions of its share of the step's prompts and trains on them;
-TRL gathers the rewards of each group across processes before it computes the advantages, and DDP
-(or DeepSpeed) averages the gradients. One optimizer step sees
+Data-parallel GRPO is TRL's ``GRPOTrainer`` under accelerate, nothing of ours: every process holds the whole
+policy, generates and trains on its share of the step's prompts; TRL gathers each group's rewards across
+processes before the advantages, and DDP (or DeepSpeed) averages the gradients. One optimizer step sees
+``per_device_train_batch_size x processes x gradient_accumulation_steps`` completions, which must be whole
+groups (:func:`global_batch`).
 
-    global batch = per_device_train_batch_size x processes x gradient_accumulation_steps
-
-completions, which must be whole groups: a multiple of ``num_generations`` (:func:`global_batch`).
-
-Who does what in :func:`helpers.training.pipeline.run_pipeline`:
-
-* every process: the cold start (SFT, data-parallel too) and GRPO;
-* the main process (rank 0) only: printing (the CLI silences the others, :func:`quiet_if_replica`)
-  and every file: metrics CSVs, the merged cold start, the adapter, the curves, the summary;
-* after GRPO the other processes end and the main process evaluates the stages alone, with the
-  trained policy it holds (DDP and ZeRO-2 keep all weights on every process). Under ZeRO-3 the
-  weights are sharded: no cold start, no evaluation in the run (:func:`check_launch`).
-
-The rank and the number of processes come from the launcher's ``RANK`` and ``WORLD_SIZE``
-variables (set by ``accelerate launch``, ``torchrun`` and DeepSpeed's launcher), so they are known
-before any model loads or any process group exists.
+In :func:`helpers.training.pipeline.run_pipeline` every process runs the cold start and GRPO; the main
+process (rank 0) alone prints (:func:`quiet_if_replica`), writes every file, and evaluates after GRPO with
+the policy it holds (DDP and ZeRO-2 keep all weights on every process; under ZeRO-3, sharded, there is no
+cold start and no evaluation in the run: :func:`check_launch`). Rank and process count come from the
+launcher's ``RANK`` and ``WORLD_SIZE`` (``accelerate launch``, ``torchrun``, DeepSpeed), so they are known
+before any model loads.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
-"""The vLLM engine inside an Unsloth model, and the GPU memory around it.
-
-* Its memory share under ``UNSLOTH_VLLM_STANDBY=1`` (:func:`standby_gpu_memory_utilization`, :func:`standby_note`)
-  and its seed (:data:`VLLM_ENGINE_SEED`).
-* One vLLM LoRA request per adapter folder (:func:`lora_request`).
-* One engine per process (:func:`vllm_engine_blocker`: a second one is refused with the steps to take).
-* :func:`release` puts the engine to sleep and shuts it down; :func:`free_gpu_memory` checks that the next
-  model fits.
-
-Checked against fakes of the pinned unsloth/vLLM (``tests/test_gpu_contract.py``, ``tests/test_vllm_memory.py``),
-not on a GPU. Loading the model is :mod:`helpers.training.models`, generating :mod:`helpers.training.generation`.
+"""The vLLM engine inside an Unsloth model, and the GPU memory around it: its memory share under
+``UNSLOTH_VLLM_STANDBY=1`` and its seed, one LoRA request per adapter folder (:func:`lora_request`), one
+engine per process (:func:`vllm_engine_blocker`), and :func:`release` / :func:`free_gpu_memory` before the
+next model loads. Checked against fakes of the pinned unsloth/vLLM (``tests/test_gpu_contract.py``,
+``tests/test_vllm_memory.py``), not on a GPU. Loading is :mod:`helpers.training.models`, generating
+:mod:`helpers.training.generation`.
 """
 
 from __future__ import annotations
@@ -21,28 +16,24 @@ from pathlib import Path
 from helpers.training.profiles import Profile
 
 # The seed of the vLLM engine inside an Unsloth model, whatever profile.seed is: unsloth 2026.10.9's
-# FastLlamaModel.from_pretrained takes random_state as its own parameter and leaves it out of
-# load_vllm's arguments, so unsloth_zoo's load_vllm(random_state=0) sets EngineArgs seed 0.
-# random_state seeds the LoRA initialisation (get_peft_model) only; T4 rollouts do not follow
-# the profile's seed. Evaluation is: _generate_vllm passes SamplingParams(seed=...) per request.
+# FastLlamaModel.from_pretrained keeps random_state out of load_vllm's arguments, so unsloth_zoo's
+# load_vllm(random_state=0) sets EngineArgs seed 0. random_state seeds only the LoRA initialisation
+# (get_peft_model): T4 rollouts do not follow the profile's seed. Evaluation does (_generate_vllm passes
+# SamplingParams(seed=...) per request).
 VLLM_ENGINE_SEED = 0
-
-
 _LIVE_VLLM = weakref.WeakSet()  # Unsloth models whose vLLM engine is up (see release)
-
-
 _LORA_REQUESTS = weakref.WeakKeyDictionary()  # model -> {(adapter path, mtime): LoRARequest}
 
 
 def standby_gpu_memory_utilization(total_gib: float) -> float:
-    """The share of GPU memory vLLM gets under ``UNSLOTH_VLLM_STANDBY=1`` (the install cell sets it).
+    """The share of GPU memory vLLM gets under ``UNSLOTH_VLLM_STANDBY=1`` (the install cell sets it), from
+    ``total_gib``, the card's total GPU memory in GiB: T4 (14.7 GiB) -> 0.76, L4 (22.5 GiB) -> 0.784,
+    A100 40 GB (39.4 GiB) -> 0.855, A100 80 GB -> 0.879.
 
-    Unsloth then *replaces* the profile's ``gpu_memory_utilization``, up or down, by a value that
-    depends only on the card's total memory (unsloth_zoo 2026.10.9, ``vllm_utils.load_vllm``, the
-    branch for vLLM >= 0.11; ``UNSLOTH_VLLM_STANDBY_UTIL_OVERRIDE=1`` keeps the profile's value).
-    In standby vLLM sleeps while the trainer runs, releasing its KV cache, so the larger share
-    does not starve training. ``total_gib``: total GPU memory in GiB. T4 (14.7 GiB) -> 0.76,
-    L4 (22.5 GiB) -> 0.784, A100 40 GB (39.4 GiB) -> 0.855, A100 80 GB -> 0.879.
+    Unsloth then *replaces* the profile's ``gpu_memory_utilization``, up or down, by this value
+    (unsloth_zoo 2026.10.9, ``vllm_utils.load_vllm``, the branch for vLLM >= 0.11;
+    ``UNSLOTH_VLLM_STANDBY_UTIL_OVERRIDE=1`` keeps the profile's). vLLM sleeps while the trainer runs,
+    releasing its KV cache, so the larger share does not starve training.
     """
     tenth = total_gib / 10
     for floor, share in ((4.0, 0.925), (2.5, 0.9), (2.0, 0.825), (1.4, 0.8), (1.0, 0.775)):
@@ -67,13 +58,12 @@ def standby_note(profile: Profile, gpu=None) -> str:
 
 
 def lora_request(model, lora_path):
-    """The vLLM LoRA request for the adapter saved in ``lora_path``, made once per folder.
+    """The vLLM LoRA request for the adapter saved in ``lora_path``, made once per folder and save.
 
-    Unsloth's ``model.load_lora(path)`` makes a new request with a new id at every call
-    (unsloth_zoo ``vllm_utils.load_lora``: ``LORA_REQUEST_ID += 1``); vLLM treats each id as a new
-    adapter and, holding one at a time (``max_loras=1``), evicts and reloads it from disk at every
-    generate call. The cache key is the resolved folder and the modification time of its
-    ``adapter_model.safetensors``: an adapter saved again (a new training run) gets a new request.
+    Unsloth's ``model.load_lora(path)`` makes a new request id at every call (unsloth_zoo
+    ``vllm_utils.load_lora``: ``LORA_REQUEST_ID += 1``), and vLLM, holding one adapter (``max_loras=1``),
+    would reload it from disk at every generate call. The key is the resolved folder and the mtime of
+    its ``adapter_model.safetensors``, so an adapter saved again gets a new request.
 
     Raises:
         FileNotFoundError: ``lora_path`` is not a folder.
@@ -102,8 +92,6 @@ def live_vllm_models() -> int:
 # point back at their own module (llama.py get_peft_model: ``for_training``/``for_inference`` =
 # ``partial(..., model)`` on every nested ``.model``; ``generate = MethodType(..., model)``).
 ENGINE_ATTRIBUTES = ("vllm_engine", "fast_generate", "fast_generate_batches", "load_lora", "save_lora")
-
-
 SELF_ATTRIBUTES = ("for_training", "for_inference", "generate", "_old_generate")
 
 
@@ -125,16 +113,13 @@ ONE_ENGINE_STEPS = (
 def vllm_engine_blocker() -> str | None:
     """Why a new vLLM engine cannot start in this process, or None when it can.
 
-    * a model loaded with vLLM has not been :func:`release`-d: its engine holds most of a T4, and
-      the course never runs two policies side by side;
-    * an engine with sleep mode has run in this process (``UNSLOTH_VLLM_STANDBY=1``, which the
-      install cell sets, makes unsloth_zoo's ``load_vllm`` pass ``enable_sleep_mode=True``): vLLM
-      0.11.2 keeps that engine's weights and KV cache in a per-process allocator whose memory pools
-      live until the process ends, and refuses a second engine while any of it is counted
-      (``vllm/v1/worker/gpu_worker.py``: "Sleep mode can only be used for one instance per
-      process"); deleting or releasing the first does not change that. Read from the allocator
-      itself (``vllm.device_allocator.cumem.CuMemAllocator.instance.get_current_usage()``) when vLLM
-      has loaded it, so what is checked is what vLLM checks.
+    * a model loaded with vLLM has not been :func:`release`-d (its engine holds most of a T4);
+    * an engine with sleep mode has run here (``UNSLOTH_VLLM_STANDBY=1`` makes unsloth_zoo's ``load_vllm``
+      pass ``enable_sleep_mode=True``): vLLM 0.11.2 keeps its memory in a per-process allocator whose
+      pools live until the process ends, and refuses a second engine while any of it is counted
+      (``vllm/v1/worker/gpu_worker.py``: "Sleep mode can only be used for one instance per process"),
+      even after the first is released. Read from that allocator
+      (``vllm.device_allocator.cumem.CuMemAllocator.instance.get_current_usage()``), as vLLM reads it.
 
     Collects garbage first, so that a policy already dropped (a reference cycle) is not counted.
     """
@@ -168,16 +153,15 @@ def check_one_engine() -> None:
 
 
 def sleep_engine(engine) -> bool:
-    """Put a vLLM engine with sleep mode to sleep (level 1); True when it was asked to.
+    """Put a vLLM engine with sleep mode to sleep (level 1); True when it was asked to, False for an
+    engine without sleep mode or a sleep that failed (printed, not raised: :func:`free_gpu_memory` then
+    says whether enough memory came back).
 
-    Under ``UNSLOTH_VLLM_STANDBY=1`` the engine's KV cache (about 7.8 GiB on a T4) lives in vLLM's
-    sleep-mode pools, which deleting the engine does not empty; Unsloth's patched
-    ``CuMemAllocator.sleep`` (unsloth_zoo ``patch_vllm_enable_sleep_mode``) unmaps every allocation
-    but the weights, which go back to the GPU. Unsloth does the same before resuming from a
-    checkpoint (unsloth ``models/rl.py``, ``_maybe_prepare_vllm_for_resume``): ``LLM.sleep(1)`` when
-    ``llm_engine.vllm_config.model_config.enable_sleep_mode``. An engine without sleep mode is left
-    alone (False). A failing sleep is printed and not raised (False): the engine is still deleted,
-    and :func:`free_gpu_memory` then says whether enough memory came back.
+    Unsloth's patched ``CuMemAllocator.sleep`` (unsloth_zoo ``patch_vllm_enable_sleep_mode``) unmaps every
+    allocation but the weights, so the KV cache (about 7.8 GiB on a T4), which deleting the engine does not
+    free, goes back to the GPU. Unsloth does the same before resuming from a checkpoint (unsloth
+    ``models/rl.py``, ``_maybe_prepare_vllm_for_resume``: ``LLM.sleep(1)`` when
+    ``llm_engine.vllm_config.model_config.enable_sleep_mode``).
     """
     config = getattr(getattr(getattr(engine, "llm_engine", None), "vllm_config", None), "model_config", None)
     if not getattr(config, "enable_sleep_mode", False):
@@ -193,22 +177,17 @@ def sleep_engine(engine) -> bool:
 def release(model) -> None:
     """Put the vLLM engine inside an Unsloth model to sleep, shut it down and drop every reference to it.
 
-    Needed before another model is loaded on a T4, where the engine (KV cache at 0.76 of the card,
-    and the 4-bit weights it shares with the trainer) fills most of the 15 GB. Under
-    ``UNSLOTH_VLLM_STANDBY=1`` (the install cell's) vLLM keeps the KV cache in its sleep-mode pools,
-    which deleting the engine does not empty, so the engine is first put to sleep
-    (:func:`sleep_engine`: Unsloth's sleep level 1 returns the KV cache, about 7.8 GiB on a T4).
-    Then Unsloth's own ``unsloth_zoo.vllm_utils.delete_vllm``, and :data:`ENGINE_ATTRIBUTES` (which
-    hold the engine) and :data:`SELF_ATTRIBUTES` (which make the model a reference cycle) are
-    deleted from the model and every submodule, so that no attribute keeps the engine alive.
+    Needed before another model loads on a T4, where the engine fills most of the 15 GB. Steps:
+    :func:`sleep_engine` (returns the KV cache under standby), Unsloth's
+    ``unsloth_zoo.vllm_utils.delete_vllm``, then :data:`ENGINE_ATTRIBUTES` (which hold the engine) and
+    :data:`SELF_ATTRIBUTES` (which make the model a reference cycle) are deleted from the model and every
+    submodule.
 
-    What stays: under standby the 4-bit weights' pool (about 2.2 GiB on a T4), until the process
-    ends, and with it the rule that no second vLLM engine starts in this process
-    (:func:`vllm_engine_blocker`). Without standby the weights belong to the model: they are freed
-    only once you drop it too. So the order is ``release(model)``, ``del model`` (and every other
-    name bound to it), then :func:`free_gpu_memory` before loading the next model
-    (:func:`helpers.evaluation.adapters.load_merged` calls it). The model cannot generate with vLLM
-    afterwards. No-op for a model without vLLM. Not run on a GPU yet.
+    What stays: under standby the 4-bit weights' pool (about 2.2 GiB on a T4) until the process ends, and
+    with it the one-engine rule (:func:`vllm_engine_blocker`); without standby the weights belong to the
+    model. So: ``release(model)``, ``del model`` (and every other name bound to it), then
+    :func:`free_gpu_memory` before the next model (:func:`helpers.evaluation.adapters.load_merged` calls
+    it). The model cannot generate with vLLM afterwards. No-op for a model without vLLM. Not run on a GPU yet.
     """
     modules = getattr(model, "modules", None)
     holders = [model, *(modules() if callable(modules) else [])]
@@ -228,37 +207,32 @@ def release(model) -> None:
             sleep_engine(engine)
             delete_vllm(engine)
     del engines, holders
+    _collect()
+
+
+def _collect():
+    """Collect garbage (a model's reference cycles) and empty the CUDA cache; returns torch when it is imported
+    and sees a GPU, else None (torch is never imported here)."""
     gc.collect()
-    _empty_cuda_cache()
-
-
-def _empty_cuda_cache() -> None:
-    if "torch" in sys.modules:
-        import torch
-
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return None
+    torch.cuda.empty_cache()
+    return torch
 
 
 def free_gpu_memory(needed_gib: float, what: str = "the next model", restart: str | None = None) -> float | None:
-    """Collect garbage (the reference cycles of a model just ``del``-eted), empty the CUDA cache
-    and check that ``needed_gib`` GiB of GPU memory are free; returns the free GiB (None without
-    CUDA, where nothing is checked).
-
-    ``restart``: what to run after a restart to get here again (the caller knows; e.g. notebook 06's
-    section 8); default "the settings cell, then this section".
+    """Collect garbage (a model just ``del``-eted), empty the CUDA cache and check that ``needed_gib`` GiB
+    of GPU memory are free; returns the free GiB (None without CUDA, where nothing is checked).
+    ``restart``: what to run after a restart to get here again (default: the install and settings cells,
+    then this section).
 
     Raises:
         GPUMemoryError: less than ``needed_gib`` free; the message gives both numbers and the
             card's total, what usually still holds the memory, and the restart's steps.
     """
-    gc.collect()
-    _empty_cuda_cache()
-    if "torch" not in sys.modules:
-        return None
-    import torch
-
-    if not torch.cuda.is_available():
+    torch = _collect()
+    if torch is None:
         return None
     free, total = (b / 2**30 for b in torch.cuda.mem_get_info())
     if free < needed_gib:
@@ -280,6 +254,6 @@ def uses_vllm(model) -> bool:
 
 def track(model) -> None:
     """Count ``model`` as holding a live vLLM engine (:func:`live_vllm_models`) until :func:`release`; no-op
-    for a model without vLLM (:func:`uses_vllm`). :func:`helpers.training.models.load_model` calls it."""
+    without vLLM. :func:`helpers.training.models.load_model` calls it."""
     if uses_vllm(model):
         _LIVE_VLLM.add(model)

@@ -1,36 +1,28 @@
 """Cheaper rollouts and log-probs on a CPU, from the same policy: what a GRPO step spends its time on.
 
-A GRPO step samples G completions for each prompt (the *rollouts*), then runs the policy and the
-reference model over every prompt + completion. TRL 0.22.2 without vLLM does both the plain way:
-``model.generate`` on the B = prompts x G rows (each row's prompt computed again, finished rows kept
-in the batch until the longest one ends, the LoRA applied beside every projection), then forward
-passes over all B rows padded to the longest completion. Four savings change nothing that is
-sampled or learned:
+A GRPO step samples G completions per prompt (the *rollouts*), then runs the policy and the reference
+model over every prompt + completion. TRL 0.22.2 without vLLM does both the plain way: ``model.generate``
+on all B = prompts x G rows (each row's prompt computed again, finished rows kept until the longest ends,
+the LoRA applied beside every projection), then forward passes over all B rows padded to the longest
+completion. Four savings change nothing that is sampled or learned:
 
-1. **One prompt pass per group** (:func:`sample`, :func:`shared_prompt_logps`): the G rows of a group
-   hold the same prompt, so its keys and values are computed once and repeated G times. In the loss
-   this is exact, gradients included: autograd sums the G completions' gradients through the shared
-   prompt pass, as it does through G copies.
-2. **Finished rows leave the batch** (:func:`sample`): a row that wrote its end-of-turn token is
-   dropped from the KV cache, so the long tail of a batch runs on the rows still writing. Log-probs
-   are computed per group, over that group's own longest completion, not the batch's.
-3. **The LoRA merged for sampling** (:class:`MergedPolicy`): rollouts run on a plain copy whose
-   weights are ``W + (alpha / r) B A``, refreshed before every rollout; the loss still runs through
-   the PEFT model, whose LoRA is what the optimizer trains.
+1. **One prompt pass per group** (:func:`sample`, :func:`shared_prompt_logps`): a group's G rows hold the
+   same prompt, so its keys and values are computed once and repeated G times. Exact in the loss too:
+   autograd sums the G completions' gradients through the shared pass, as through G copies.
+2. **Finished rows leave the batch** (:func:`sample`): a row that wrote its end-of-turn token leaves the
+   KV cache. Log-probs run per group, in buckets of similar length (:func:`length_buckets`).
+3. **The LoRA merged for sampling** (:class:`MergedPolicy`): rollouts run on a plain copy with weights
+   ``W + (alpha / r) B A``, refreshed before every rollout; the loss still runs through the PEFT model.
 4. **Flat groups leave the loss** (:meth:`CourseGRPOTrainer._compute_loss`, only when ``beta = 0``): a
-   group whose completions all scored the same has advantage 0 on every row, and without the KL term
-   such a row adds exactly 0 to the loss and its gradient. Its forward and backward passes are skipped
-   and the loss is rescaled to TRL's normaliser (all B rows). DAPO (Yu et al. 2025, section 3.2) drops
-   these groups for the same reason; here they are dropped from the compute only, not refilled.
+   group whose completions all scored the same has advantage 0 on every row, and without the KL term adds
+   exactly 0 to the loss and its gradient. Its passes are skipped and the loss rescaled to TRL's
+   normaliser. DAPO (Yu et al. 2025, section 3.2) drops such groups too; here only from the compute.
 
-Sampling is HF's distribution: ``softmax(logits / temperature)`` (then top-k / top-p with transformers'
-own logits warpers), drawn by :func:`draw` (inverse CDF; ``torch.multinomial``'s draws differ, not its
-distribution); ``temperature = 0`` is greedy. The positions of left-padded rows
-are counted from their first real token, as ``generate`` does. Tests: greedy output equals
-``generate``'s token for token; the per-token log-probs of sampled completions equal the PEFT policy's
-teacher-forced ones; :func:`shared_prompt_logps` and its gradients equal TRL's own computation.
-:class:`CourseGRPOTrainer` is TRL's ``GRPOTrainer`` with these four savings and nothing else
-changed; ``benchmarks/bench_training.py`` measures it against a plain TRL script.
+Sampling is HF's distribution (``softmax(logits / temperature)``, transformers' top-k / top-p warpers),
+drawn by :func:`draw`. Tests check greedy output against ``generate`` token for token, sampled log-probs
+against the PEFT policy's teacher-forced ones, and :func:`shared_prompt_logps` and its gradients against
+TRL's. :class:`helpers.training.trainer.CourseGRPOTrainer` applies the savings;
+``benchmarks/bench_training.py`` measures it against a plain TRL script.
 """
 
 from __future__ import annotations
@@ -43,9 +35,8 @@ import torch
 
 # ------------------------------------------------------------------------------------ groups
 def prompt_groups(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> list[list[int]]:
-    """``[[row, ...], ...]``: the rows that hold the same tokens and mask, in order of first appearance,
-    wherever they stand in the batch. Shapes ``(B, L)``. TRL 0.22 samples each prompt's G completions as
-    consecutive rows, then *shuffles* the rows before the loss (``shuffle_sequence_dict``), so a group is
+    """``[[row, ...], ...]``: the rows of ``(B, L)`` tensors that hold the same tokens and mask, in order of
+    first appearance. TRL 0.22 shuffles the rows before the loss (``shuffle_sequence_dict``), so a group is
     not a run of rows there: ``[[1, 2], [3, 4], [1, 2]]`` -> ``[[0, 2], [1]]``."""
     rows = torch.cat([input_ids, attention_mask.to(input_ids.dtype)], dim=1)
     _, inverse = torch.unique(rows, dim=0, return_inverse=True)
@@ -56,26 +47,21 @@ def prompt_groups(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> list
 
 
 def _positions(mask: torch.Tensor) -> torch.Tensor:
-    """Position ids as ``generate`` counts them: from each row's first real token (pads get 1)."""
+    """Position ids as ``generate`` counts them in left-padded rows: from each row's first real token (pads get 1)."""
     return (mask.long().cumsum(-1) - 1).clamp(min=0) * mask.long() + (1 - mask.long())
 
 
 # ---------------------------------------------------------------------------------- sampling
 def _warpers(temperature: float, top_k: int | None, top_p: float):
-    from transformers.generation.logits_process import (
-        LogitsProcessorList,
-        TemperatureLogitsWarper,
-        TopKLogitsWarper,
-        TopPLogitsWarper,
-    )
+    from transformers.generation import logits_process as lp
 
-    warpers = LogitsProcessorList()
+    warpers = lp.LogitsProcessorList()
     if temperature != 1.0:
-        warpers.append(TemperatureLogitsWarper(temperature))
+        warpers.append(lp.TemperatureLogitsWarper(temperature))
     if top_k:
-        warpers.append(TopKLogitsWarper(top_k))
+        warpers.append(lp.TopKLogitsWarper(top_k))
     if top_p < 1.0:
-        warpers.append(TopPLogitsWarper(top_p))
+        warpers.append(lp.TopPLogitsWarper(top_p))
     return warpers
 
 
@@ -98,16 +84,15 @@ def sample(
 
     Args:
         model: a causal LM with a ``DynamicCache`` (any transformers decoder; a PEFT model works too).
-        input_ids, attention_mask: ``(B, L)`` prompts, left-padded (TRL and :func:`helpers.training.generation.generate`
-            pad so). Rows that hold the same prompt (a GRPO group) share one prompt pass.
+        input_ids, attention_mask: ``(B, L)`` prompts, left-padded; rows with the same prompt share one pass.
         max_new_tokens: the completion length limit, in tokens.
         eos_token_id: an id or a list of ids that end a completion (it is kept, then padding follows).
         pad_token_id: what fills a completion after its end.
         temperature: ``0`` for greedy decoding; else the softmax temperature.
         top_k, top_p: transformers' ``TopKLogitsWarper`` / ``TopPLogitsWarper`` (None / 1.0: off).
         generator: a ``torch.Generator`` for the draws (default: torch's global one).
-        return_logps: also return the log-probability of each sampled token under the distribution it
-            was drawn from (after temperature and filtering; 0 after the end).
+        return_logps: also return each sampled token's log-probability under the distribution it was
+            drawn from (after temperature and filtering; 0 after the end).
 
     Returns:
         ``completion_ids`` ``(B, T)`` with ``T <= max_new_tokens`` (the longest completion), padded with
@@ -178,11 +163,10 @@ def sample(
 
 
 def draw(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-    """One index per row of ``probs`` ``(rows, V)`` (each row non-negative, summing to about 1), drawn
-    with those probabilities by the inverse of the cumulative distribution: one uniform number per
-    row, located in the row's running sum (float64). The same distribution as ``torch.multinomial``
-    (which HF's ``generate`` calls), other draws, and cheaper: ``multinomial`` races one exponential
-    variate per vocabulary entry. A zero-probability index is never drawn. Returns ``(rows,)`` int64."""
+    """One index per row of ``probs`` ``(rows, V)`` (non-negative, summing to about 1), by the inverse CDF:
+    one uniform number per row, located in the row's running sum (float64). The distribution of
+    ``torch.multinomial`` (HF's ``generate``), other draws, and cheaper (``multinomial`` races one exponential
+    variate per vocabulary entry). A zero-probability index is never drawn. Returns ``(rows,)`` int64."""
     cdf = probs.double().cumsum(-1)
     u = torch.rand(probs.size(0), 1, generator=generator, dtype=torch.float64, device=probs.device) * cdf[:, -1:]
     return torch.searchsorted(cdf, u, right=True).clamp(max=probs.size(-1) - 1).squeeze(1)
@@ -195,10 +179,10 @@ def _upcast(logits: torch.Tensor) -> torch.Tensor:
 
 # ----------------------------------------------------------------------------- merged LoRA
 class MergedPolicy:
-    """A plain copy of a PEFT policy with its LoRA merged: ``W' = W + scaling * B A`` in every adapted
-    layer (PEFT's own ``get_delta_weight``), for sampling only. :meth:`sync` recomputes ``W'`` from the
-    frozen ``W`` and the current LoRA, so nothing drifts (merging in place and unmerging would add and
-    subtract the same delta, step after step, in floating point). Costs one model copy of memory.
+    """A plain copy of a PEFT policy with its LoRA merged, ``W' = W + scaling * B A`` in every adapted layer
+    (PEFT's ``get_delta_weight``), for sampling only. :meth:`sync` recomputes ``W'`` from the frozen ``W``,
+    so nothing drifts (merging and unmerging in place would add and subtract the same delta in floating
+    point, step after step). Costs one model copy of memory.
 
     Raises:
         ValueError: the model has no plain LoRA to merge (no adapter, or DoRA).
@@ -210,21 +194,18 @@ class MergedPolicy:
         layers = {name: m for name, m in peft_model.named_modules() if isinstance(m, LoraLayer)}
         if not layers or any(any(m.use_dora.values()) for m in layers.values()):
             raise ValueError("MergedPolicy needs a PEFT model with plain LoRA layers (no DoRA)")
-        self.peft_model = peft_model
         with torch.no_grad():
             self.model = copy.deepcopy(peft_model).merge_and_unload().eval()
         plain = dict(self.model.named_modules())
-        prefix = "base_model.model."
-        self._pairs = [(layer, plain[name.removeprefix(prefix)]) for name, layer in layers.items()]
+        self._pairs = [(layer, plain[name.removeprefix("base_model.model.")]) for name, layer in layers.items()]
 
     @torch.no_grad()
     def sync(self):
         """Write the current merged weights into the copy; returns the copy (a plain transformers model)."""
         for layer, linear in self._pairs:
-            adapters = [a for a in layer.active_adapters if a in layer.lora_A]
             weight = layer.get_base_layer().weight
             linear.weight.copy_(weight)
-            for adapter in adapters:
+            for adapter in (a for a in layer.active_adapters if a in layer.lora_A):
                 linear.weight.add_(layer.get_delta_weight(adapter).to(weight.dtype))
         return self.model
 
@@ -280,13 +261,10 @@ ROW_OVERHEAD_TOKENS = 16  # what one more forward pass costs on a CPU, in tokens
 
 
 def length_buckets(lengths: list[int], overhead: int = ROW_OVERHEAD_TOKENS) -> list[list[int]]:
-    """Rows of one group in buckets of similar completion length, so that a forward pass pads each row
-    to its bucket's longest completion instead of the group's: ``[[row, ...], ...]``.
-
-    The rows are sorted by length and cut where it pays: a bucket costs ``rows x longest + overhead``
-    tokens of work (dynamic programming over the cut points; G is small). ``[40, 44, 128, 41]`` ->
-    ``[[0, 3, 1], [2]]`` (the long row alone); ``[50, 52]`` -> one bucket.
-    """
+    """Rows of one group in buckets of similar completion length, each padded to its bucket's longest
+    completion instead of the group's: ``[[row, ...], ...]``. Sorted by length and cut where it pays: a
+    bucket costs ``rows x longest + overhead`` tokens of work (dynamic programming over the cut points).
+    ``[40, 44, 128, 41]`` -> ``[[0, 3, 1], [2]]``; ``[50, 52]`` -> one bucket."""
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     sorted_lengths = [lengths[i] for i in order]
     best, cut = [0] + [None] * len(order), [0] * (len(order) + 1)
@@ -310,11 +288,9 @@ def shared_prompt_logps(
     temperature: float = 1.0,
     compute_entropy: bool = False,
 ):
-    """Per-token log-probs of the completions, each group's prompt computed once: equal to TRL 0.22.2's
-    ``GRPOTrainer._get_per_token_logps_and_entropies`` (same positions: the padded column index),
-    gradients included.
-
-    Each group's rows run in :func:`length_buckets`, each bucket over its own longest completion.
+    """Per-token log-probs of the completions, each group's prompt computed once and its rows run in
+    :func:`length_buckets`: equal to TRL 0.22.2's ``GRPOTrainer._get_per_token_logps_and_entropies`` (same
+    positions: the padded column index), gradients included.
 
     Args:
         model: the policy (or the reference: the policy inside ``disable_adapter()``).

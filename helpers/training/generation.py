@@ -1,9 +1,4 @@
-"""Completions for batches of chat prompts, from a loaded policy (:mod:`helpers.training.models`).
-
-:func:`generate` runs vLLM on an Unsloth model (``fast_generate``, the LoRA as a request) and otherwise
-batches of :func:`helpers.training.fast_rollouts.sample` (HF's sampling; greedy equals ``generate``'s
-output token for token). :func:`chat_texts` applies the chat template with the assistant turn opened.
-"""
+"""Completions for batches of chat prompts from a loaded policy: :func:`generate` (and :func:`chat_texts`)."""
 
 from __future__ import annotations
 
@@ -31,12 +26,12 @@ def generate(
 ) -> list[str]:
     """Generate one completion per chat prompt; returns the decoded completions (no prompt).
 
-    ``temperature=0`` means greedy decoding. On a model loaded with vLLM (Unsloth
-    ``fast_inference``) this calls ``model.fast_generate`` with ``SamplingParams``, applying the
-    LoRA saved at ``lora_path`` if given (one request per folder, :func:`lora_request`); otherwise batches
-    of :func:`helpers.training.fast_rollouts.sample` (left padding; greedy output is ``generate``'s token for token,
-    sampling is HF's without top-k, as TRL's rollouts), where ``lora_path`` must be None because the
-    adapter already lives in the model.
+    ``temperature=0`` means greedy decoding. On a model loaded with vLLM (Unsloth ``fast_inference``) this
+    calls ``model.fast_generate`` with ``SamplingParams``, applying the LoRA saved at ``lora_path`` if given
+    (one request per folder, :func:`lora_request`); otherwise batches of
+    :func:`helpers.training.fast_rollouts.sample` (left padding; greedy output is HF ``generate``'s token for
+    token, sampling is HF's without top-k, as TRL's rollouts; its own generator seeded with ``seed``), where
+    ``lora_path`` must be None: the adapter already lives in the model.
 
     Raises:
         ValueError: ``lora_path`` given for a plain HF model.
@@ -59,15 +54,13 @@ def _generate_vllm(model, texts, max_new_tokens, temperature, top_p, seed, lora_
 
 
 def _generate_hf(model, tokenizer, texts, max_new_tokens, temperature, top_p, seed, batch_size):
-    """Batches of :func:`helpers.training.fast_rollouts.sample`: HF's sampling (``softmax(logits / T)``, top-p; no
-    top-k, as TRL's rollouts), one prompt pass per repeated prompt, finished rows dropped."""
     import torch
 
     from helpers.grpo import stop_token_ids
     from helpers.training.fast_rollouts import sample
 
     tokenizer.padding_side = "left"
-    # its own stream, seeded: the same draws as seeding torch's global one, without moving the caller's
+    # its own stream: the same draws as seeding torch's global one, without moving the caller's
     generator = torch.Generator(device=model.device).manual_seed(seed)
     completions: list[str] = []
     stop_ids = stop_token_ids(tokenizer, getattr(model, "generation_config", None))

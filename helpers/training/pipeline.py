@@ -1,22 +1,20 @@
 """The course's main job in three stages: cold start -> GRPO -> evaluation of every stage.
 
-:func:`run_pipeline` is what ``make train`` and ``python -m helpers train`` run. It writes, under
-the run's folder (default ``outputs/grpo-<profile>``):
+:func:`run_pipeline` is what ``make train`` and ``python -m helpers train`` run. It writes, under the run's
+folder (default ``outputs/grpo-<profile>``):
 
-* ``cold_start/`` - the merged cold-start model (:mod:`helpers.training.cold_start`), when the profile has
-  one, and ``cold_start_metrics.csv`` (its SFT loss per step);
+* ``cold_start/`` and ``cold_start_metrics.csv`` - the merged cold-start model and its SFT loss per step
+  (:mod:`helpers.training.cold_start`), when the profile has one;
 * ``lora_adapter/``, ``metrics.csv``, ``training_curves.png`` - GRPO (:func:`helpers.training.trainer.train`)
-  on top of the cold start (also the reference model when ``beta > 0``), on the profile's curriculum
-  (:func:`helpers.data.problem_sets.grpo_prompts`) with the held-out accuracy every few steps
-  (:class:`helpers.training.callbacks.HeldoutAccuracy`);
+  from the cold start (also the reference model when ``beta > 0``), on the profile's curriculum
+  (:func:`helpers.data.problem_sets.grpo_prompts`), with the held-out accuracy every few steps;
 * ``summary.json`` and ``eval_records.jsonl`` - the base model, the cold start and cold start + GRPO
-  (:func:`evaluate_stages`) on the same held-out course-written test problems, by difficulty level
-  (:func:`helpers.evaluation.reports.problems_table` prints them), and on the same GSM8K test questions
-  (:func:`helpers.evaluation.reports.stage_table`), greedy, with McNemar's exact test between the cold
-  start and GRPO.
+  (:func:`evaluate_stages`), greedy, on the same course-written test problems by difficulty level
+  (:func:`helpers.evaluation.reports.problems_table`) and GSM8K test questions
+  (:func:`helpers.evaluation.reports.stage_table`), with McNemar's exact test between cold start and GRPO.
 
-Under ``accelerate launch`` (several processes) every process trains the cold start and GRPO, the
-main one alone writes the files and evaluates (:mod:`helpers.training.distributed` says why).
+Under ``accelerate launch`` every process trains; the main one alone evaluates and writes the files
+(:mod:`helpers.training.distributed` says why).
 """
 
 from __future__ import annotations
@@ -79,20 +77,18 @@ def run_pipeline(
 ) -> PipelineRun | None:
     """Cold start (if the profile has one) -> GRPO -> evaluation; writes the files listed above.
 
-    With several processes (``accelerate launch``) all of them train; the main process evaluates and
-    returns the :class:`PipelineRun`, the others return None after GRPO. Under DeepSpeed ZeRO-3 the
-    weights are sharded and the evaluation is skipped (``summary.json`` says so; evaluate the
+    Returns the :class:`PipelineRun` on the main process, None on the others (after GRPO). Under DeepSpeed
+    ZeRO-3 the weights are sharded and the evaluation is skipped (``summary.json`` says so; evaluate the
     adapter afterwards with ``python -m helpers evaluate``).
 
     Args:
         profile: all sizes and settings (:mod:`helpers.training.profiles`; :func:`~helpers.training.profiles.shortened`
             for a smoke run).
         output_dir: default ``outputs/grpo-<profile>``.
-        reward_set: ``"checked"`` (:data:`helpers.rewards.REWARD_FUNCS`) or ``"layout"`` (the
-            hackable :data:`helpers.rewards.LAYOUT_REWARD_FUNCS`): a name in
-            :data:`helpers.rewards.REWARD_SETS`, or any name when ``reward_funcs`` is given.
-        reward_funcs: the reward functions to train with, recorded under ``reward_set`` (the CPU
-            study's control runs pass theirs); default ``REWARD_SETS[reward_set]``.
+        reward_set: a name in :data:`helpers.rewards.REWARD_SETS` (``"checked"``, or ``"layout"``: the hackable
+            :data:`helpers.rewards.LAYOUT_REWARD_FUNCS`), or any name when ``reward_funcs`` is given.
+        reward_funcs: the reward functions to train with, recorded under ``reward_set``; default
+            ``REWARD_SETS[reward_set]``.
         cold_start_dir: an existing merged cold-start model to reuse instead of training one.
         model_path: local base checkpoint instead of the profile's model.
         command: how the run was started, recorded in ``summary.json``.
@@ -122,22 +118,17 @@ def run_pipeline(
             raise FileNotFoundError(f"{cold_start_dir} holds no model (no config.json)")
         print(f"Cold start: reusing {cold_start_dir}")
     elif n_sft > 0:
-        written = (
-            f" and {profile.cold_start_problems} course-written worked problems" if profile.cold_start_problems else ""
-        )
+        n_written = profile.cold_start_problems
+        written = f" and {n_written} course-written worked problems" if n_written else ""
         print(f"Stage 1/3 - cold start: SFT on {n_sft} formatted GSM8K train solutions{written}")
         cold = train_cold_start(profile, output_dir, model_path=model_path)
         cold_start_dir, timings["cold_start_s"] = cold.model_dir, cold.seconds
     prompts = grpo_prompts(profile)
     heldout = heldout_problems(profile)
+    watched = f"; held-out accuracy on {len(heldout)} course-written test problems every {profile.heldout_every} steps"
     print(
-        f"Stage 2/3 - GRPO: {profile.max_steps} steps, {reward_set} rewards, prompts: "
-        f"{prompts.info.description}"
-        + (
-            f"; held-out accuracy on {len(heldout)} course-written test problems every {profile.heldout_every} steps"
-            if heldout
-            else ""
-        )
+        f"Stage 2/3 - GRPO: {profile.max_steps} steps, {reward_set} rewards, prompts: {prompts.info.description}"
+        + (watched if heldout else "")
     )
     run = train(
         profile,
@@ -153,7 +144,7 @@ def run_pipeline(
     timings["heldout_s"] = heldout_s
     if not is_main_process():
         return None  # the main process evaluates alone; the other processes end here
-    results, problems, transfer, dataset, skipped = {}, {}, {}, None, None
+    evaluated, dataset, skipped = {}, None, None
     if zero3_launch():
         skipped = (
             f"DeepSpeed ZeRO-3 shards the weights; run `python -m helpers evaluate --adapter "
@@ -176,11 +167,11 @@ def run_pipeline(
             model_path=model_path,
         )
         timings["evaluation_s"] = time.perf_counter() - t0
-        results, problems, transfer = (evaluated.get(k, {}) for k in ("gsm8k", "problems", "transfer"))
     timings["total_s"] = time.perf_counter() - started
+    sets = {name: evaluated.get(name, {}) for name in ("gsm8k", "problems", "transfer")}
     summary = pipeline_summary(
         profile,
-        results,
+        sets["gsm8k"],
         timings,
         reward_set=reward_set,
         dataset=dataset,
@@ -189,34 +180,32 @@ def run_pipeline(
         command=command,
         training=run,
         skipped=skipped,
-        problems=problems,
-        transfer=transfer,
+        problems=sets["problems"],
+        transfer=sets["transfer"],
         prompts=prompts.info.description,
     )
     summary_json = output_dir / SUMMARY_FILE
     summary_json.write_text(json.dumps(summary, indent=2) + "\n")
     records_jsonl = output_dir / RECORDS_FILE
     with open(records_jsonl, "w", encoding="utf-8") as f:
-        for test_set, by_stage in (("gsm8k", results), ("problems", problems), ("transfer", transfer)):
+        for test_set, by_stage in sets.items():
             for stage, result in by_stage.items():
                 for i, record in enumerate(result.records):
-                    f.write(
-                        json.dumps({"set": test_set, "stage": stage, "index": i, **record}, ensure_ascii=False) + "\n"
-                    )
+                    row = {"set": test_set, "stage": stage, "index": i, **record}
+                    f.write(json.dumps(row, ensure_ascii=False) + "\n")
     return PipelineRun(output_dir, summary, summary_json, records_jsonl, run)
 
 
 def evaluate_stages(profile: Profile, model, tokenizer, adapter_dir, *, has_cold_start: bool, model_path=None):
     """Evaluate every stage greedily on the profile's first ``eval_questions`` GSM8K test questions, its
-    course-written test problems in distribution (:func:`eval_problem_set`) and of the transfer family
+    course-written test problems (:func:`eval_problem_set`) and the transfer family's
     (:func:`transfer_problem_set`). The base model, which never writes the answer format (none of the
     course-written problems in ``results/cpu-curriculum``), is evaluated on GSM8K only.
 
-    ``model`` is the trained policy (PEFT, or Unsloth with vLLM): with its adapter off it is the
-    starting point (the cold start, or the base model without one), with it on it is GRPO's
-    result (:func:`helpers.evaluation.before_after.evaluate_before_after`). The base model is loaded
-    separately when there was a cold start (transformers backend only: a second vLLM engine does
-    not fit next to the first on a T4).
+    ``model`` is the trained policy (PEFT, or Unsloth with vLLM): adapter off, the starting point (the cold
+    start, or the base model without one); adapter on, GRPO's result
+    (:func:`helpers.evaluation.before_after.evaluate_before_after`). After a cold start the base model is
+    loaded separately (transformers backend only: a second vLLM engine does not fit beside the first on a T4).
 
     Returns:
         ``({"gsm8k" | "problems" | "transfer": {stage: EvalResult}}, description of the GSM8K data)``,

@@ -1,30 +1,24 @@
 """GRPO training with TRL's ``GRPOTrainer``: config from a profile, metrics CSV, LoRA adapter.
 
 :func:`train` is the GRPO stage of notebook 05 and of :func:`helpers.training.pipeline.run_pipeline`
-(``make train``, ``python -m helpers train``). On the transformers backend it trains with
-:class:`CourseGRPOTrainer`: TRL's trainer with the savings of :mod:`helpers.training.fast_rollouts` and
-nothing else changed. It writes into ``output_dir``:
+(``make train``, ``python -m helpers train``); on the transformers backend it trains with
+:class:`CourseGRPOTrainer` (TRL's trainer with the savings of :mod:`helpers.training.fast_rollouts`).
+It writes into ``output_dir``:
 
-* ``metrics.csv`` - one row per optimizer step (:class:`helpers.training.callbacks.MetricsCSV`): total
-  reward and each reward function's mean, reward std, KL to the reference model, completion length,
-  clipped-completion ratio, clip region ratio, loss, grad norm, learning rate and wall-clock seconds;
-* ``groups.jsonl`` - every group trained on: its prompt's row and kind, each completion's rewards and
-  advantage (:class:`helpers.training.callbacks.GroupLog`);
+* ``metrics.csv`` - one row per optimizer step (:class:`helpers.training.callbacks.MetricsCSV`): rewards,
+  reward std, KL, completion length, clip ratios, loss, grad norm, learning rate, wall-clock seconds;
+* ``groups.jsonl`` - every group trained on (:class:`helpers.training.callbacks.GroupLog`);
 * ``lora_adapter/`` - the trained LoRA weights (PEFT format) and the tokenizer;
-* ``training_curves.png`` - the curves of :func:`helpers.evaluation.plots.plot_training_curves`;
+* ``training_curves.png`` - :func:`helpers.evaluation.plots.plot_training_curves`;
 * ``effective_config.json`` - the trainer's settings after TRL's and Unsloth's rewrites, checked against
   the ones asked for (:func:`helpers.training.checks.check_config`; ``summary.json`` holds them too);
-* ``checkpoint-<step>/`` - every ``profile.save_steps`` steps (GPU profiles; the CPU profile saves
-  none), the last ``profile.save_total_limit`` kept (on Google Drive the last
-  :data:`helpers.colab.persist.DRIVE_CHECKPOINTS`, two: one to fall back on). A second :func:`train`
-  into the same folder resumes from the newest one that holds all of the run's state and loads
-  (:func:`helpers.training.checkpoints.last_checkpoint`): the step counter, optimizer, scheduler and
-  random state continue and ``metrics.csv`` keeps its rows. Put ``output_dir`` on Google Drive
-  (:func:`helpers.colab.persist.output_dir`) and a Colab disconnect costs at most ``save_steps`` steps
-  (``2 * save_steps`` when it also cut off the newest checkpoint's upload).
+* ``checkpoint-<step>/`` - every ``profile.save_steps`` steps (GPU profiles), the last ``save_total_limit``
+  kept (on Google Drive :data:`helpers.colab.persist.DRIVE_CHECKPOINTS`). A second :func:`train` into the
+  folder resumes from the newest complete one (:func:`helpers.training.checkpoints.last_checkpoint`), so
+  on Google Drive a Colab disconnect costs at most ``save_steps`` steps (twice that if it cut an upload).
 
-Under ``accelerate launch`` (several processes, :mod:`helpers.training.distributed`) every process trains
-and only the main one writes these files.
+Under ``accelerate launch`` (:mod:`helpers.training.distributed`) every process trains and only the main
+one writes these files.
 """
 
 from __future__ import annotations
@@ -37,14 +31,22 @@ from pathlib import Path
 import torch
 from trl import GRPOTrainer
 
-from helpers.training.callbacks import GroupLog, MetricsCSV, TruncationGuard, quiet_progress
+from helpers.training.callbacks import GroupLog, HeldoutAccuracy, MetricsCSV, TruncationGuard, quiet_progress
 from helpers.training.checkpoints import checkpoint_step, last_checkpoint
 from helpers.training.checks import check_config, format_config, one_value_per_completion
-from helpers.training.profiles import Profile, get_profile
+from helpers.training.profiles import Profile, get_profile, mixed_precision_flags
 from helpers.training.run_files import EFFECTIVE_CONFIG_FILE, GROUPS_FILE, METRICS_FILE
 
 ADAPTER_DIR = "lora_adapter"
 CURVES_FILE = "training_curves.png"
+# GRPOConfig fields set to the profile's field of the same name (the order is the notebook cell's)
+_OBJECTIVE_AND_ROLLOUTS = (
+    "loss_type beta epsilon scale_rewards num_iterations num_generations per_device_train_batch_size "
+    "gradient_accumulation_steps max_prompt_length max_completion_length temperature top_p"
+).split()
+_OPTIMIZER = (
+    "learning_rate adam_beta1 adam_beta2 weight_decay warmup_ratio lr_scheduler_type optim max_grad_norm max_steps"
+).split()
 
 
 @dataclass
@@ -64,59 +66,32 @@ class TrainingRun:
 
 
 def build_grpo_config(profile: Profile, output_dir: str | Path, report_to: str = "none", **overrides):
-    """``trl.GRPOConfig(**grpo_settings(...))`` (:func:`grpo_settings`): the config for a profile;
-    ``overrides`` set any GRPOConfig field directly. Under Unsloth ``trl.GRPOConfig`` is Unsloth's,
-    which may rewrite some settings (:func:`helpers.training.checks.check_config` finds them)."""
+    """``trl.GRPOConfig(**grpo_settings(...))``: the config for a profile, ``overrides`` on top. Under
+    Unsloth it is Unsloth's config, which may rewrite settings (:func:`helpers.training.checks.check_config`)."""
     from trl import GRPOConfig
 
     return GRPOConfig(**grpo_settings(profile, output_dir, report_to, **overrides))
 
 
 def grpo_settings(profile: Profile, output_dir: str | Path, report_to: str = "none", **overrides) -> dict:
-    """The ``trl.GRPOConfig`` settings the course chooses for a profile, ``overrides`` on top (any
-    GRPOConfig field), as keyword arguments.
+    """The ``trl.GRPOConfig`` keyword arguments the course chooses for a profile, ``overrides`` (any
+    GRPOConfig field) on top.
 
-    The GRPO objective is explicit (DeepSeekMath eq. 3 with the k3 KL of eq. 4): ``loss_type``,
-    ``beta``, ``epsilon`` and ``scale_rewards`` come from the profile, never TRL's defaults.
-    ``fp16``/``bf16`` come from :func:`helpers.training.profiles.mixed_precision_flags`, the source of the
-    model's dtype too. With a curriculum (``profile.curriculum``) the prompts are read in the
-    dataset's order (``shuffle_dataset=False``), else shuffled. Checkpoints every
-    ``profile.save_steps`` steps (none when 0). Rollouts: an Unsloth profile's own vLLM engine
-    (``fast_inference``), TRL's vLLM server mode when ``profile.vllm_server_url`` is set, else HF
-    ``generate`` (:mod:`helpers.training.fast_rollouts` with ``profile.fast_rollouts``). Processes other than the
-    main one log errors only (``log_level_replica``).
+    The objective is explicit (DeepSeekMath eq. 3 with the k3 KL of eq. 4): ``loss_type``, ``beta``,
+    ``epsilon`` and ``scale_rewards`` come from the profile, never TRL's defaults; ``fp16``/``bf16`` from
+    :func:`helpers.training.profiles.mixed_precision_flags`, as the model's dtype. A curriculum's prompts
+    are read in order (``shuffle_dataset=False``). Rollouts: Unsloth's vLLM engine (``fast_inference``),
+    TRL's vLLM server mode when ``profile.vllm_server_url`` is set, else HF ``generate``. With several
+    processes the replicas log errors only.
 
     Raises:
         ValueError: the profile's precision does not fit this GPU (:func:`helpers.training.profiles.precision`).
     """
-    import torch
-
-    from helpers.training.profiles import mixed_precision_flags
-
-    settings = dict(  # notebook 05's `settings` cell, field for field (tests/test_notebook_05.py)
+    settings = dict(  # notebook 05's `settings` cell, field for field and in its order (tests/test_notebook_05.py)
         output_dir=str(output_dir),
-        loss_type=profile.loss_type,
-        beta=profile.beta,
-        epsilon=profile.epsilon,
-        scale_rewards=profile.scale_rewards,
-        num_iterations=profile.num_iterations,
-        num_generations=profile.num_generations,
-        per_device_train_batch_size=profile.per_device_train_batch_size,
-        gradient_accumulation_steps=profile.gradient_accumulation_steps,
-        max_prompt_length=profile.max_prompt_length,
-        max_completion_length=profile.max_completion_length,
-        temperature=profile.temperature,
-        top_p=profile.top_p,
+        **{name: getattr(profile, name) for name in _OBJECTIVE_AND_ROLLOUTS},
         use_vllm=profile.fast_inference,
-        learning_rate=profile.learning_rate,
-        adam_beta1=profile.adam_beta1,
-        adam_beta2=profile.adam_beta2,
-        weight_decay=profile.weight_decay,
-        warmup_ratio=profile.warmup_ratio,
-        lr_scheduler_type=profile.lr_scheduler_type,
-        optim=profile.optim,
-        max_grad_norm=profile.max_grad_norm,
-        max_steps=profile.max_steps,
+        **{name: getattr(profile, name) for name in _OPTIMIZER},
         **mixed_precision_flags(profile),
         use_cpu=not torch.cuda.is_available(),
         gradient_checkpointing=profile.gradient_checkpointing is True,
@@ -154,7 +129,7 @@ def train(
     heldout=None,
     **config_overrides,
 ) -> TrainingRun:
-    """Run GRPO on GSM8K for a profile and save metrics, adapter and curves.
+    """Run GRPO on GSM8K for a profile and save metrics, adapter and curves (the files listed above).
 
     Args:
         profile: run settings; default :func:`helpers.training.profiles.get_profile` (hardware pick).
@@ -163,25 +138,18 @@ def train(
         model, tokenizer: an already loaded policy with LoRA (:func:`helpers.training.models.load_model`);
             loaded from the profile (and ``model_path``) when omitted.
         dataset: prompts with ``prompt`` and ``answer`` columns; default GSM8K train.
-        reward_funcs: default :data:`helpers.rewards.REWARD_FUNCS` (the five course rewards, with
-            content-checked format rewards).
+        reward_funcs: default :data:`helpers.rewards.REWARD_FUNCS` (the five course rewards).
         report_to: ``"none"``; ``"wandb"`` or ``"tensorboard"`` are opt-in.
-        resume: continue from the newest ``checkpoint-<step>`` in ``output_dir`` if there is one
-            (see the module docstring); ``False`` starts over.
+        resume: continue from the newest ``checkpoint-<step>`` in ``output_dir``; ``False`` starts over.
         callbacks: more ``transformers.TrainerCallback`` objects for the trainer.
         heldout: held-out problems (rows with ``question``/``answer``) for
-            :class:`helpers.training.callbacks.HeldoutAccuracy`, every ``profile.heldout_every`` steps; None: off.
+            :class:`helpers.training.callbacks.HeldoutAccuracy` every ``profile.heldout_every`` steps; None: off.
         config_overrides: any other ``GRPOConfig`` field.
 
     Returns:
-        :class:`TrainingRun` with the paths written. Under ``accelerate launch`` every process
-        trains and returns it; only the main process writes the files.
-
-    Before the first step the trainer's effective config (after TRL's and Unsloth's rewrites) is
-    checked against the settings asked for, printed, kept in the run (``effective_config``, which
-    ``summary.json`` holds) and written to ``effective_config.json``; each reward function is wrapped to
-    check that it returns one value per completion (:mod:`helpers.training.checks`), and
-    :class:`helpers.training.callbacks.TruncationGuard` warns when completions are often cut.
+        :class:`TrainingRun` with the paths written (every process returns it under ``accelerate launch``).
+        Before the first step :func:`ready_trainer` checks and writes the effective config and wraps the
+        reward functions; :class:`helpers.training.callbacks.TruncationGuard` warns about cut completions.
 
     Raises:
         ValueError: ``dataset`` holds fewer prompts than one step draws (TRL would run no step and
@@ -195,6 +163,7 @@ def train(
     from helpers.colab.persist import DRIVE_CHECKPOINTS, on_drive
     from helpers.data.gsm8k import load_gsm8k
     from helpers.evaluation.plots import plot_training_curves
+    from helpers.training.distributed import prompts_per_step
     from helpers.training.models import load_model
 
     profile = profile or get_profile()
@@ -207,8 +176,6 @@ def train(
     if dataset is None:
         dataset = load_gsm8k("train")
         print(f"Training prompts: {dataset.info.description} ({len(dataset)} questions)")
-    from helpers.training.distributed import prompts_per_step
-
     if len(dataset) < prompts_per_step(profile):
         raise ValueError(
             f"{len(dataset)} prompts, fewer than the {prompts_per_step(profile)} a step draws "
@@ -238,64 +205,42 @@ def train(
     seconds_per_step = (time.perf_counter() - started) / max(steps_now, 1)
 
     adapter_dir = output_dir / ADAPTER_DIR
-    # LoRA weights and tokenizer, written by the main process only (whole weights gathered under ZeRO-3);
-    # called on every process, as DeepSpeed's gather needs all of them.
+    # Called on every process (DeepSpeed's ZeRO-3 gather needs all of them); the main one writes.
     trainer.save_model(str(adapter_dir))
     curves_png = output_dir / CURVES_FILE
     if trainer.is_world_process_zero():
         plot_training_curves(metrics.path, save_to=curves_png, show=False)
-    args = trainer.args
-    processes = trainer.accelerator.num_processes
-    return TrainingRun(
-        output_dir,
-        metrics.path,
-        adapter_dir,
-        curves_png,
-        seconds_per_step,
-        trainer,
-        processes,
-        args.per_device_train_batch_size * processes * args.gradient_accumulation_steps,
-        course[0].history if heldout is not None else [],
-        trainer.effective_config,
-    )
+    args, processes = trainer.args, trainer.accelerator.num_processes
+    batch = args.per_device_train_batch_size * processes * args.gradient_accumulation_steps
+    history = course[0].history if heldout is not None else []
+    run = (output_dir, metrics.path, adapter_dir, curves_png, seconds_per_step, trainer, processes, batch, history)
+    return TrainingRun(*run, trainer.effective_config)
 
 
 def course_callbacks(profile: Profile, tokenizer, output_dir, heldout=None) -> tuple[MetricsCSV, list]:
-    """The callbacks every course GRPO run trains with, in the order the trainer must call them:
-    :class:`~helpers.training.callbacks.HeldoutAccuracy` on ``heldout`` every ``profile.heldout_every``
-    steps (when given: it adds its values to the step's logs), :class:`~helpers.training.callbacks.MetricsCSV`
-    into ``output_dir/metrics.csv`` (which then writes them) and
-    :class:`~helpers.training.callbacks.TruncationGuard`. Returns ``(the MetricsCSV, [callbacks])``."""
+    """The callbacks of every course GRPO run, in the order the trainer must call them: ``HeldoutAccuracy``
+    (when ``heldout`` is given; it adds its values to the step's logs), ``MetricsCSV`` into
+    ``output_dir/metrics.csv`` (which then writes them), ``TruncationGuard`` (all of
+    :mod:`helpers.training.callbacks`). Returns ``(the MetricsCSV, [callbacks])``."""
     metrics = MetricsCSV(Path(output_dir) / METRICS_FILE)
     watch = []
     if heldout is not None:
-        from helpers.training.callbacks import HeldoutAccuracy
-
-        watch = [
-            HeldoutAccuracy(
-                heldout,
-                tokenizer,
-                every=profile.heldout_every,
-                metrics=metrics,
-                max_new_tokens=profile.max_completion_length,
-            )
-        ]
+        every, length = profile.heldout_every, profile.max_completion_length
+        watch = [HeldoutAccuracy(heldout, tokenizer, every=every, metrics=metrics, max_new_tokens=length)]
     return metrics, [*watch, metrics, TruncationGuard(profile)]
 
 
 def ready_trainer(trainer, profile: Profile, settings: dict, output_dir, dataset, resume: bool = True) -> str | None:
-    """What a course run does to a built trainer before ``trainer.train()``; returns the checkpoint to
-    resume from (``trainer.train(resume_from_checkpoint=...)``), or None for a fresh start.
+    """Ready a built trainer for ``trainer.train()``; returns the checkpoint to resume from, or None.
 
-    * checks the effective config against ``settings``, the keywords the ``GRPOConfig`` was built from
-      (:func:`helpers.training.checks.check_config`), prints it, keeps it as ``trainer.effective_config``
+    * checks the effective config against ``settings`` (the ``GRPOConfig``'s keywords,
+      :func:`helpers.training.checks.check_config`), prints it, keeps it as ``trainer.effective_config``
       and writes ``output_dir/effective_config.json`` (main process);
-    * wraps each reward function to check that it returns one value per completion
-      (:func:`helpers.training.checks.one_value_per_completion`; names kept, so the logs keep theirs);
-    * leaves one progress bar (:func:`~helpers.training.callbacks.quiet_progress`) and adds the group log
-      (:class:`~helpers.training.callbacks.GroupLog`, where TRL keeps its generation log);
-    * with ``resume``, finds the newest checkpoint in ``output_dir`` that holds all of a run's state
-      (:func:`helpers.training.checkpoints.last_checkpoint`) and says so.
+    * wraps each reward function to check one value per completion
+      (:func:`helpers.training.checks.one_value_per_completion`; names kept);
+    * leaves one progress bar (:func:`~helpers.training.callbacks.quiet_progress`) and adds
+      :class:`~helpers.training.callbacks.GroupLog`;
+    * with ``resume``, finds the newest complete checkpoint (:func:`helpers.training.checkpoints.last_checkpoint`).
 
     Raises:
         helpers.training.checks.ConfigRewriteError: TRL or Unsloth changed a chosen setting."""
@@ -316,16 +261,11 @@ def ready_trainer(trainer, profile: Profile, settings: dict, output_dir, dataset
     return str(checkpoint) if checkpoint is not None else None
 
 
-# --------------------------------------------------------------------------------- trainer
 class CourseGRPOTrainer(GRPOTrainer):
-    """TRL's ``GRPOTrainer`` with the four savings of :mod:`helpers.training.fast_rollouts`, nothing else
-    changed: rollouts by :func:`~helpers.training.fast_rollouts.sample` on a
-    :class:`~helpers.training.fast_rollouts.MergedPolicy` (one prompt pass per group, finished rows dropped),
-    log-probs by :func:`~helpers.training.fast_rollouts.shared_prompt_logps`, and with ``beta = 0`` the
-    loss over the rows of groups that are not flat (:meth:`_compute_loss`). The loss, advantages, KL,
-    clipping, logging and checkpoints are TRL's own code. Falls back to TRL's paths where a saving does not
-    apply: several processes (DDP wraps the forward), vision inputs, or a policy that is not a plain PEFT LoRA.
-    """
+    """TRL's ``GRPOTrainer`` with the four savings of :mod:`helpers.training.fast_rollouts` and nothing else
+    changed (loss, advantages, KL, clipping, logging and checkpoints are TRL's code). TRL's own paths serve
+    where a saving does not apply: several processes (DDP wraps the forward), vision inputs, or a policy
+    that is not a plain PEFT LoRA."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -346,45 +286,25 @@ class CourseGRPOTrainer(GRPOTrainer):
             return super()._generate_and_score_completions(inputs)
 
     def _get_per_token_logps_and_entropies(
-        self,
-        model,
-        input_ids,
-        attention_mask,
-        logits_to_keep,
-        batch_size=None,
-        compute_entropy=False,
-        pixel_values=None,
-        image_grid_thw=None,
-        pixel_attention_mask=None,
-        image_sizes=None,
+        self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, compute_entropy=False, **vision
     ):
-        vision = (pixel_values, image_grid_thw, pixel_attention_mask, image_sizes)
-        if self.accelerator.num_processes > 1 or any(v is not None for v in vision):
+        # TRL 0.22.2 passes the vision inputs (pixel_values, image_grid_thw, ...) by keyword
+        if self.accelerator.num_processes > 1 or any(v is not None for v in vision.values()):
             return super()._get_per_token_logps_and_entropies(
-                model,
-                input_ids,
-                attention_mask,
-                logits_to_keep,
-                batch_size,
-                compute_entropy,
-                pixel_values,
-                image_grid_thw,
-                pixel_attention_mask,
-                image_sizes,
+                model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, **vision
             )
         from helpers.training.fast_rollouts import shared_prompt_logps
 
         return shared_prompt_logps(model, input_ids, attention_mask, logits_to_keep, self.temperature, compute_entropy)
 
     def _compute_loss(self, model, inputs):
-        """TRL's loss, over the rows whose advantage is not 0 when ``beta = 0``
-        (:mod:`helpers.training.fast_rollouts`, saving 4).
+        """TRL's loss, over the rows whose advantage is not 0 when ``beta = 0`` (saving 4).
 
-        The sub-batch's loss is rescaled to TRL's normaliser: ``"grpo"`` and ``"dr_grpo"`` by
-        live rows / all rows, ``"bnpo"`` by live tokens / all tokens, ``"dapo"`` not at all (it divides by
-        the batch's token count, passed on unchanged). A batch with no live row keeps one, weighted 0, so
-        that the step still has a gradient (of zeros). The logged entropy and clip ratios are then means
-        over the live rows. With ``beta > 0``, vision inputs or a loss type TRL adds later: TRL's own.
+        The sub-batch's loss is rescaled to TRL's normaliser: ``"grpo"`` and ``"dr_grpo"`` by live rows /
+        all rows, ``"bnpo"`` by live tokens / all tokens, ``"dapo"`` not at all (it divides by the batch's
+        token count, passed on unchanged). A batch with no live row keeps one, weighted 0, so the step still
+        has a gradient (of zeros). The logged entropy and clip ratios are then means over the live rows.
+        With ``beta > 0``, vision inputs or another loss type: TRL's own.
         """
         advantages = inputs["advantages"]
         live = advantages != 0

@@ -1,12 +1,8 @@
-"""The from-scratch loop checked against TRL: one batch through TRL 0.22.2's ``GRPOTrainer`` and
-the same batch through :mod:`helpers.loop` (or through notebook 07's own cells: ``loop=``), then the two
-LoRAs compared.
-
-:func:`compare_with_trl` trains a policy with TRL for ``num_iterations`` steps (:func:`trl_steps`, which
-captures the completions TRL sampled), updates a copy of the same starting LoRA with the loop on those
-completions (:func:`loop_steps`), and returns :func:`parameter_differences`. :func:`tiny_policy` is the
-model of these checks (a 2-layer random Llama in float64, LoRA B random so the adapter matters from the
-first step); the tests and ``tools/gpu_check.py`` use it too.
+"""The from-scratch loop checked against TRL. Read :func:`compare_with_trl` first: it trains a policy with
+TRL 0.22.2's ``GRPOTrainer`` for ``num_iterations`` steps (:func:`trl_steps`, which captures the completions TRL
+sampled), updates a copy of the same starting LoRA with :mod:`helpers.loop` (or notebook 07's own cells:
+``loop=``) on those completions (:func:`loop_steps`), and compares the two LoRAs (:func:`parameter_differences`).
+The model of these checks is :func:`tiny_policy`.
 """
 
 from __future__ import annotations
@@ -17,6 +13,10 @@ import helpers.loop
 from helpers.loop import LoopConfig
 
 LOOP_FUNCTIONS = ("decode_completions", "score_completions", "prepare_batch", "make_optimizer", "optimizer_step")
+# Settings LoopConfig and TRL's GRPOConfig name alike (the others are mapped one by one in trl_steps).
+SAME_NAMES = (
+    "num_generations num_iterations beta epsilon loss_type temperature top_p learning_rate weight_decay max_grad_norm"
+).split()
 
 
 def lora_state(model) -> dict:
@@ -27,8 +27,7 @@ def lora_state(model) -> dict:
 def tiny_llama(tokenizer, **overrides):
     """The course's tiny test model: a random 2-layer Llama (hidden size 32, 4 heads, 2 KV heads, tied
     embeddings) for ``tokenizer``, float32; ``overrides`` change any ``LlamaConfig`` field. Seed torch first:
-    the weights are drawn from its global stream. The tests, :func:`tiny_policy` and the checks against TRL
-    all use it."""
+    the weights are drawn from its global stream."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     settings = dict(
@@ -88,25 +87,16 @@ def trl_steps(
         fp16=False,
         report_to="none",
         seed=0,
+        **{name: getattr(config, name) for name in SAME_NAMES},
         per_device_train_batch_size=config.num_generations * len(rows),
-        num_generations=config.num_generations,
         max_completion_length=config.max_new_tokens,
         max_steps=config.num_iterations,
-        num_iterations=config.num_iterations,
-        beta=config.beta,
-        epsilon=config.epsilon,
-        loss_type=config.loss_type,
         scale_rewards="group" if config.scale_std else "none",
-        temperature=config.temperature,
-        top_p=config.top_p,
-        learning_rate=config.learning_rate,
         lr_scheduler_type="constant",
         optim="adamw_torch",
-        weight_decay=config.weight_decay,
         adam_beta1=config.adam_betas[0],
         adam_beta2=config.adam_betas[1],
         adam_epsilon=config.adam_eps,
-        max_grad_norm=config.max_grad_norm,
         logging_steps=1,
         save_strategy="no",
         disable_tqdm=True,
@@ -182,16 +172,5 @@ def compare_with_trl(
     rewards, batch, stats = loop_steps(ours_model, tokenizer, seen, config, reward_funcs, loop)
     theirs, ours = lora_state(policy), lora_state(ours_model)
     per_tensor, of_update = parameter_differences(ours, theirs, start)
-    return dict(
-        per_tensor=per_tensor,
-        of_update=of_update,
-        seen=seen,
-        logged=logged,
-        rewards=rewards,
-        batch=batch,
-        stats=stats,
-        start=start,
-        theirs=theirs,
-        ours=ours,
-        model=ours_model,
-    )
+    sides = dict(seen=seen, logged=logged, rewards=rewards, batch=batch, stats=stats, start=start, theirs=theirs)
+    return dict(per_tensor=per_tensor, of_update=of_update, **sides, ours=ours, model=ours_model)
