@@ -10,7 +10,7 @@ policy) and the backward pass; the loss forward is the rest. The sides sample di
 (different random draws from the same policy), so their lengths differ a little: the table shows them.
 Prints the median step of steps 2..N (step 1 warms up) and the ratio plain / ours (target >= 1.5).
 
-Third side, ``scratch``: the from-scratch loop of notebook 07 (:mod:`helpers.loop`: plain ``generate``,
+Third side, ``scratch``: the from-scratch loop of notebook 07 (:mod:`cpu_study.loop`: plain ``generate``,
 log-probs in plain passes) with the same sizes, GRPO settings, start and prompts; its own timers give the
 generation and no-gradient log-prob seconds, a timer around ``Tensor.backward`` the backward. Fourth,
 ``scratch, shared``: the same loop with each group's prompt pass shared in the log-probs
@@ -153,11 +153,11 @@ class _Steps:  # what StepTimes records, for the scratch sides
 
 
 def scratch_grpo(profile, dataset, out, model_path, times, parts, share_prompt: bool = False) -> None:
-    """``helpers.loop.train_from_scratch`` at the profile's sizes and GRPO settings (no held-out evaluation)."""
-    from helpers import loop
-    from helpers.training import loop_runs
+    """``cpu_study.loop.train_from_scratch`` at the profile's sizes and GRPO settings (no held-out evaluation)."""
+    from cpu_study.variants import run_loop
+    from helpers.loop import LoopConfig
 
-    config = loop.LoopConfig(
+    config = LoopConfig(
         variant="bench",
         scale_std=profile.scale_rewards == "group",
         num_iterations=profile.num_iterations,
@@ -190,7 +190,7 @@ def scratch_grpo(profile, dataset, out, model_path, times, parts, share_prompt: 
 
     torch.Tensor.backward = timed_backward
     try:
-        run = loop_runs.run_loop(
+        run = run_loop(
             model, tokenizer, config, prompts=list(dataset), heldout=[], output_dir=out, share_prompt=share_prompt
         )
     finally:

@@ -11,6 +11,9 @@
 * ``ablate --arm NAME --seed S --cold-start DIR [--root D] [--quick]`` - one arm of the ablation
   (:func:`cpu_study.arms.run_arm`): the cpu recipe with one knob changed, GRPO from the cold
   start, evaluated on the development sets; writes ``<root>/<arm>/seed<S>/``.
+* ``scratch --variant reinforce|std|clip|kl [--steps N] [--cold-start DIR] [--output-dir D] [--quick]``
+  (``--stage`` is the same option) - notebook 07's from-scratch loop in plain PyTorch, one variant
+  (:func:`cpu_study.variants.run_variant`): writes ``metrics.csv`` and ``summary.json``.
 * ``blocks [--check]`` - rewrite the READMEs' generated blocks from ``results/``
   (:mod:`cpu_study.blocks`); ``--check`` only lists the files that differ (exit 1).
 """
@@ -85,6 +88,24 @@ def _ablate(args) -> int:
     return 0
 
 
+def _scratch(args) -> int:
+    check_data_dir()
+    from cpu_study.variants import run_variant
+    from helpers.training.profiles import quick_requested
+
+    run = run_variant(
+        args.variant,
+        steps=args.steps,
+        cold_start=args.cold_start,
+        output_dir=args.output_dir,
+        quick_run=args.quick or quick_requested(),
+        seed=args.seed,
+        command=" ".join([args.prog, *args.argv]),
+    )
+    print(f"{len(run.rows)} rows in {run.metrics_csv}; summary {run.summary_json}; {run.seconds / 60:.1f} min")
+    return 0
+
+
 def _blocks(args) -> int:
     from cpu_study import blocks
 
@@ -141,6 +162,24 @@ def build_parser() -> argparse.ArgumentParser:
     ablate.add_argument("--root", default="outputs/ablation", help="the ablation's folder (default outputs/ablation)")
     ablate.add_argument("--quick", action="store_true", help="smoke size (also: GRPO_QUICK=1)")
     ablate.set_defaults(run=_ablate)
+    scratch = commands.add_parser("scratch", help="GRPO from scratch in plain PyTorch, one variant (notebook 07)")
+    scratch.add_argument(
+        "--variant",
+        "--stage",
+        dest="variant",
+        choices=["reinforce", "std", "clip", "kl"],
+        default="kl",
+        help="reinforce (group-mean baseline), std (+ std scaling), clip (+ 2 iterations, "
+        "eps 0.2), kl (+ beta 0.04; default)",
+    )
+    scratch.add_argument("--steps", type=positive_int, help="AdamW steps (default 20)")
+    scratch.add_argument(
+        "--cold-start", type=existing_dir, help="the merged cold start to start from (default SmolLM2-135M-Instruct)"
+    )
+    scratch.add_argument("--output-dir", help="default: outputs/scratch-<variant>")
+    scratch.add_argument("--seed", type=int, help="LoRA init and sampling seed (default 3407)")
+    scratch.add_argument("--quick", action="store_true", help="smoke size (also: GRPO_QUICK=1)")
+    scratch.set_defaults(run=_scratch)
     blocks = commands.add_parser("blocks", help="rewrite the READMEs' numbers and tables from results/")
     blocks.add_argument("--check", action="store_true", help="only list the files that differ (exit status 1)")
     blocks.set_defaults(run=_blocks)

@@ -8,13 +8,9 @@
   (:mod:`helpers.training.distributed`; only the main process prints).
 * ``evaluate --adapter DIR [--n N] [--profile P] [--greedy]`` - base vs. base + LoRA on GSM8K
   test (notebook 06): writes ``results/<run>/summary.json`` and ``records.jsonl``, prints the table.
-* ``scratch --variant reinforce|std|clip|kl [--steps N] [--cold-start DIR] [--output-dir D] [--quick]``
-  (``--stage`` is the same option) - GRPO from scratch in plain PyTorch, one variant of the loop
-  (:func:`helpers.training.loop_runs.run_variant`, :mod:`helpers.loop`, notebook 07): writes
-  ``metrics.csv`` and ``summary.json``.
 
-The CPU study's commands (control runs, the sealed set, pass@k, the ablation, the README blocks)
-are ``python -m cpu_study`` (:mod:`cpu_study.cli`).
+The CPU study's commands (control runs, the sealed set, pass@k, the ablation, notebook 07's loop variants,
+the README blocks) are ``python -m cpu_study`` (:mod:`cpu_study.cli`).
 """
 
 from __future__ import annotations
@@ -139,24 +135,6 @@ def _evaluate(args) -> int:
     return 0
 
 
-def _scratch(args) -> int:
-    check_data_dir()
-    from helpers.training.loop_runs import run_variant
-    from helpers.training.profiles import quick_requested
-
-    run = run_variant(
-        args.variant,
-        steps=args.steps,
-        cold_start=args.cold_start,
-        output_dir=args.output_dir,
-        quick_run=args.quick or quick_requested(),
-        seed=args.seed,
-        command=" ".join([args.prog, *args.argv]),
-    )
-    print(f"{len(run.rows)} rows in {run.metrics_csv}; summary {run.summary_json}; {run.seconds / 60:.1f} min")
-    return 0
-
-
 def _int_at_least(text: str, low: int) -> int:
     try:
         value = int(text)
@@ -255,24 +233,6 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--run", dest="run_label", help="results subfolder; default: the adapter's training run name")
     evaluate.add_argument("--results-dir", default="results", help="default: results")
     evaluate.set_defaults(run=_evaluate)
-    scratch = commands.add_parser("scratch", help="GRPO from scratch in plain PyTorch, one variant (notebook 07)")
-    scratch.add_argument(
-        "--variant",
-        "--stage",
-        dest="variant",
-        choices=["reinforce", "std", "clip", "kl"],
-        default="kl",
-        help="reinforce (group-mean baseline), std (+ std scaling), clip (+ 2 iterations, "
-        "eps 0.2), kl (+ beta 0.04; default)",
-    )
-    scratch.add_argument("--steps", type=positive_int, help="AdamW steps (default 20)")
-    scratch.add_argument(
-        "--cold-start", type=existing_dir, help="the merged cold start to start from (default SmolLM2-135M-Instruct)"
-    )
-    scratch.add_argument("--output-dir", help="default: outputs/scratch-<variant>")
-    scratch.add_argument("--seed", type=int, help="LoRA init and sampling seed (default 3407)")
-    scratch.add_argument("--quick", action="store_true", help="smoke size (also: GRPO_QUICK=1)")
-    scratch.set_defaults(run=_scratch)
     return parser
 
 

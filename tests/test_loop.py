@@ -1,4 +1,4 @@
-"""helpers.loop: the from-scratch GRPO loop, and one optimizer step of it equal to TRL 0.22.2's.
+"""cpu_study.loop: notebook 07's from-scratch GRPO loop, and one optimizer step of it equal to TRL 0.22.2's.
 
 The equality: TRL's ``GRPOTrainer`` trains a PEFT LoRA policy (a tiny random Llama in float64 with
 SmolLM2's tokenizer) for ``num_iterations`` steps, i.e. on one generated batch; we capture the rows,
@@ -19,8 +19,9 @@ from dataclasses import replace
 import pytest
 import torch
 
-from cpu_study import variants
-from helpers import grpo, loop
+from cpu_study import loop, variants
+from helpers import grpo
+from helpers.loop import METRIC_COLUMNS, Batch, LoopConfig
 from helpers.training import loop_runs, trl_check
 from helpers.training.fast_rollouts import shared_batch_logps
 
@@ -65,7 +66,8 @@ def lora_policy(model_dir, dtype, targets=("q_proj", "v_proj", "up_proj")):
 def compare_with_trl(model_dir, dtype, tmp_path, config, targets=("q_proj", "v_proj", "up_proj")):
     policy, tokenizer = lora_policy(model_dir, dtype, targets)
     rows = [{"prompt": [{"role": "user", "content": p}], "tag": i} for i, p in enumerate(PROMPTS)]
-    return {**trl_check.compare_with_trl(policy, tokenizer, rows, config, REWARDS, tmp_path), "tokenizer": tokenizer}
+    found = trl_check.compare_with_trl(policy, tokenizer, rows, config, REWARDS, tmp_path, loop=loop)
+    return {**found, "tokenizer": tokenizer}
 
 
 CASES = [(n, beta, loss) for n in (1, 2) for beta in (0.0, 0.04) for loss in ("grpo", "dr_grpo")]
@@ -74,7 +76,7 @@ CASES = [(n, beta, loss) for n in (1, 2) for beta in (0.0, 0.04) for loss in ("g
 @pytest.mark.parametrize("num_iterations, beta, loss_type", CASES)
 def test_one_step_equals_trls_on_the_same_completions(tiny_model_dir, tmp_path, num_iterations, beta, loss_type):
     # lr 0.02 and eps 0.05: the first step moves the policy enough that the second one's ratio leaves the clip range
-    config = loop.LoopConfig(
+    config = LoopConfig(
         num_iterations=num_iterations,
         beta=beta,
         loss_type=loss_type,
@@ -123,7 +125,7 @@ def test_one_step_equals_trls_on_the_same_completions(tiny_model_dir, tmp_path, 
             for name, p in other.named_parameters():
                 if p.requires_grad:
                     p.copy_(r["start"][name])
-        trl_check.loop_steps(other, r["tokenizer"], r["seen"], replace(config, loss_type="dr_grpo"), REWARDS)
+        trl_check.loop_steps(other, r["tokenizer"], r["seen"], replace(config, loss_type="dr_grpo"), REWARDS, loop)
         assert trl_check.parameter_differences(trl_check.lora_state(other), r["theirs"], r["start"])[1] > 1e-3
 
 
@@ -136,7 +138,7 @@ def test_one_step_equals_trls_on_smollm2_in_float32(smollm2_dir, tmp_path):
     runs row by row, k3 is written exp(r) - r - 1 there and expm1(r) - r here), and AdamW divides each
     gradient element by its own size, so a gradient element near zero turns its rounding into a visible
     share of its update. In float64 (the test above) the same comparison gives <= 5e-14."""
-    config = loop.LoopConfig(
+    config = LoopConfig(
         num_iterations=2,
         beta=0.04,
         loss_type="grpo",
@@ -173,7 +175,7 @@ def test_sampling_masks_after_the_first_stop_token(smollm2_dir):
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(smollm2_dir)
-    config = loop.LoopConfig(num_generations=2, max_new_tokens=4)
+    config = LoopConfig(num_generations=2, max_new_tokens=4)
     chats = [[{"role": "user", "content": p}] for p in PROMPTS[:2]]
     prompt_ids, prompt_mask = loop.tokenize_prompts(tokenizer, chats)
     ids, mask, completion, completion_mask = loop.sample_completions(
@@ -212,11 +214,11 @@ def test_each_variant_adds_one_piece():
 )
 def test_a_bad_config_says_what_is_wrong(bad, message):
     with pytest.raises(ValueError, match=message):
-        loop.LoopConfig(**bad)
+        LoopConfig(**bad)
 
 
 def test_cli_rejects_a_bad_variant_and_bad_steps(capsys):
-    from helpers.cli import main
+    from cpu_study.cli import main
 
     for argv in (["scratch", "--stage", "ppo"], ["scratch", "--steps", "0"]):
         with pytest.raises(SystemExit) as exit_info:
@@ -229,7 +231,7 @@ def test_cli_rejects_a_bad_variant_and_bad_steps(capsys):
 def tiny_run(tiny_model_dir, tmp_path_factory):
     """Three steps of the loop on the tiny float64 policy (num_iterations 2: batches at steps 1 and 3)."""
     model, tokenizer = lora_policy(tiny_model_dir, torch.float64)
-    config = loop.LoopConfig(
+    config = LoopConfig(
         variant="tiny",
         num_iterations=2,
         beta=0.04,
@@ -244,7 +246,7 @@ def tiny_run(tiny_model_dir, tmp_path_factory):
     heldout = [{"question": "What is 2 + 2?", "answer": "4"}, {"question": "What is 3 + 4?", "answer": "7"}]
     out = tmp_path_factory.mktemp("tiny-run")
     torch.manual_seed(0)
-    return loop_runs.run_loop(
+    return variants.run_loop(
         model,
         tokenizer,
         config,
@@ -266,8 +268,8 @@ def test_metrics_csv_has_every_column_and_the_steps(tiny_run):
     with open(run.metrics_csv, newline="") as f:
         rows = list(csv.DictReader(f))
     header = list(rows[0])
-    assert header[: len(loop.METRIC_COLUMNS)] == list(loop.METRIC_COLUMNS)
-    assert header[len(loop.METRIC_COLUMNS) :] == [f"rewards/{f.__name__}/mean" for f in REWARDS]
+    assert header[: len(METRIC_COLUMNS)] == list(METRIC_COLUMNS)
+    assert header[len(METRIC_COLUMNS) :] == [f"rewards/{f.__name__}/mean" for f in REWARDS]
     assert [r["step"] for r in rows] == ["0", "1", "2", "3"]  # step 0: held-out accuracy before training
     assert [r["rollout"] for r in rows[1:]] == ["0", "0", "1"]  # each batch used num_iterations times
     assert [r["heldout/accuracy"] != "" for r in rows] == [True, False, True, True]  # every 2 steps and the last
@@ -286,7 +288,7 @@ def test_metrics_csv_has_every_column_and_the_steps(tiny_run):
 
 def test_the_loop_refuses_too_few_prompts(tiny_model_dir):
     model, tokenizer = lora_policy(tiny_model_dir, torch.float64)
-    config = loop.LoopConfig(steps=3, prompts_per_step=2, num_generations=G, heldout_problems=0)
+    config = LoopConfig(steps=3, prompts_per_step=2, num_generations=G, heldout_problems=0)
     with pytest.raises(ValueError, match="3 prompts for 3 batches of 2"):
         loop.train_from_scratch(model, tokenizer, config, [{"prompt": []}] * 3, reward_funcs=REWARDS, log=None)
 
@@ -295,7 +297,7 @@ def test_shared_prompt_pass_gives_the_unshared_gradients(tiny_model_dir):
     """shared_batch_logps (one prompt pass per group): the same loss and LoRA gradients as the plain pass.
     Relative 1e-5 per tensor: LlamaRMSNorm computes in float32 even in a float64 model (tests/test_fast_rollouts.py)."""
     model, tokenizer = lora_policy(tiny_model_dir, torch.float64)
-    config = loop.LoopConfig(num_iterations=2, beta=0.04, num_generations=G, max_new_tokens=10, temperature=1.0)
+    config = LoopConfig(num_iterations=2, beta=0.04, num_generations=G, max_new_tokens=10, temperature=1.0)
     prompt_ids, prompt_mask = loop.tokenize_prompts(tokenizer, [[{"role": "user", "content": p}] for p in PROMPTS])
     torch.manual_seed(0)
     ids, mask, completion, completion_mask = loop.sample_completions(model, tokenizer, prompt_ids, prompt_mask, config)
@@ -339,7 +341,7 @@ def test_variant_runs_are_read_tabled_and_plotted(tiny_run, tmp_path):
 
     run, config = tiny_run
     (tmp_path / "clip").mkdir()
-    shutil.copy(run.metrics_csv, tmp_path / "clip" / loop_runs.METRICS_FILE)
+    shutil.copy(run.metrics_csv, tmp_path / "clip" / variants.METRICS_FILE)
     runs, missing = variants.read_variant_runs(tmp_path)
     assert list(runs) == ["clip"] and missing == ["reinforce", "std", "kl"]
     assert variants.fresh_steps(runs["clip"]) == [1, 3]  # num_iterations 2: steps 1 and 3 sampled
@@ -356,7 +358,7 @@ def test_variant_runs_are_read_tabled_and_plotted(tiny_run, tmp_path):
 
 
 # ------------------------------------------------------------------- the written-out pieces, bit for bit
-# helpers/loop.py (and notebook 07's cells) write the advantages, the log-prob pass and the loss out in plain
+# cpu_study/loop.py (and notebook 07's cells) write the advantages, the log-prob pass and the loss out in plain
 # PyTorch; before, the loop called helpers.grpo for them. The same operations in the same order: equal bit for bit,
 # so the committed runs (results/scratch-variants) are what the written-out loop computes.
 def _toy_batch(seed, dtype=torch.float64, groups=3, old=True, ref=True):
@@ -368,15 +370,13 @@ def _toy_batch(seed, dtype=torch.float64, groups=3, old=True, ref=True):
     ref_logps = logp.detach() + 0.8 * torch.randn(B, T, generator=gen, dtype=dtype) if ref else None
     rewards = torch.randint(0, 3, (B, 2), generator=gen).to(torch.float32)
     rewards[:G] = 1.0  # one group of equal rewards
-    batch = loop.Batch(
-        None, None, None, mask, rewards, torch.randn(B, generator=gen, dtype=dtype), old_logps, ref_logps
-    )
+    batch = Batch(None, None, None, mask, rewards, torch.randn(B, generator=gen, dtype=dtype), old_logps, ref_logps)
     return logp, batch
 
 
 @pytest.mark.parametrize("scale_std", [True, False])
 def test_compute_advantages_equals_group_advantages_bit_for_bit(scale_std):
-    config = loop.LoopConfig(scale_std=scale_std, num_generations=G)
+    config = LoopConfig(scale_std=scale_std, num_generations=G)
     for seed in range(20):
         rewards = _toy_batch(seed)[1].rewards
         rewards[G, 0] = math.nan  # a reward function that returned None: nansum skips it
@@ -393,7 +393,7 @@ def test_compute_advantages_equals_group_advantages_bit_for_bit(scale_std):
     "old, ref, beta", [(True, True, 0.04), (False, True, 0.04), (True, False, 0.0), (False, True, 0.0)]
 )
 def test_compute_grpo_loss_equals_grpo_loss_bit_for_bit(loss_type, old, ref, beta):
-    config = loop.LoopConfig(beta=beta, epsilon=0.2, loss_type=loss_type, num_generations=G, max_new_tokens=7)
+    config = LoopConfig(beta=beta, epsilon=0.2, loss_type=loss_type, num_generations=G, max_new_tokens=7)
     for seed in range(5):
         logp, batch = _toy_batch(seed, old=old, ref=ref)
         ours, our_stats = loop.compute_grpo_loss(logp, batch, config)
@@ -422,11 +422,11 @@ def test_compute_grpo_loss_equals_grpo_loss_bit_for_bit(loss_type, old, ref, bet
 
 def test_batch_logps_equals_completion_logps_bit_for_bit(tiny_model_dir):
     model, tokenizer = lora_policy(tiny_model_dir, torch.float64)
-    config = loop.LoopConfig(num_generations=G, max_new_tokens=6, temperature=0.7)
+    config = LoopConfig(num_generations=G, max_new_tokens=6, temperature=0.7)
     prompt_ids, prompt_mask = loop.tokenize_prompts(tokenizer, [[{"role": "user", "content": p}] for p in PROMPTS])
     torch.manual_seed(0)
     ids, mask, completion, completion_mask = loop.sample_completions(model, tokenizer, prompt_ids, prompt_mask, config)
-    batch = loop.Batch(ids, mask, completion, completion_mask, torch.zeros(ids.size(0), 1), torch.zeros(ids.size(0)))
+    batch = Batch(ids, mask, completion, completion_mask, torch.zeros(ids.size(0), 1), torch.zeros(ids.size(0)))
     ours = loop.batch_logps(model, batch, config)
     theirs = grpo.completion_logps(model, ids, mask, completion, completion_mask, config.temperature)
     assert ours.requires_grad and torch.equal(ours, theirs)

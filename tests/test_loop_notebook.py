@@ -1,6 +1,6 @@
-"""Notebook 07 writes the GRPO loop out in its cells; ``helpers/loop.py`` keeps the importable copy for the
-longer runs (``python -m helpers scratch``, ``cpu_study/experiments/scratch_variants.py``). These tests fail when a
-function the notebook defines and the function of the same name in ``helpers/loop.py`` differ in anything but
+"""Notebook 07 writes the GRPO loop out in its cells; ``cpu_study/loop.py`` keeps the importable copy for the
+longer runs (``python -m cpu_study scratch``, ``cpu_study/experiments/scratch_variants.py``). These tests fail when a
+function the notebook defines and the function of the same name in ``cpu_study/loop.py`` differ in anything but
 docstrings, comments and layout (their ASTs, docstrings removed, are compared), and when the notebook stops
 defining one of the loop's functions."""
 
@@ -14,7 +14,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "07_grpo_from_scratch.ipynb"
-PACKAGE = ROOT / "helpers" / "loop.py"
+PACKAGE = ROOT / "cpu_study" / "loop.py"
 # The loop, in the order the notebook defines it: sample, score, advantages, old and reference log-probs,
 # the loss, the optimizer step, and the loop that calls them.
 LOOP_FUNCTIONS = (
@@ -34,7 +34,7 @@ LOOP_FUNCTIONS = (
     "step_line",
     "train_from_scratch",
 )
-# The notebook writes these out line by line (the lesson); helpers/loop.py calls helpers.grpo for them instead, so
+# The notebook writes these out line by line (the lesson); cpu_study/loop.py calls helpers.grpo for them instead, so
 # they are compared by value, bit for bit (test_the_written_out_functions_equal_helpers_grpo_bit_for_bit).
 WRITTEN_OUT = ("compute_advantages", "compute_grpo_loss", "loss_stats")
 MAX_CODE_LINES = 30  # a function of the notebook reads on one screen
@@ -155,11 +155,12 @@ def notebook_loop(cells=None) -> dict:
 
     import torch
 
-    from helpers import grpo, loop
+    from helpers import grpo
+    from helpers.loop import Batch, LoopRun
     from helpers.rewards import REWARD_FUNCS
 
     names = {"math": math, "time": time, "torch": torch, "grpo": grpo, "REWARD_FUNCS": REWARD_FUNCS}
-    names.update(Batch=loop.Batch, LoopRun=loop.LoopRun)  # what the setup cell imports for them
+    names.update(Batch=Batch, LoopRun=LoopRun)  # what the setup cell imports for them
     for source in notebook_cells() if cells is None else cells:
         defined = [n.name for n in top_level_functions(source)]
         if set(defined) & set(LOOP_FUNCTIONS):
@@ -207,7 +208,7 @@ def test_the_notebooks_own_functions_equal_trls_update(smollm2_dir, tmp_path):
 def _toy_batch(seed, dtype=torch.float64):
     """A batch of 2 groups of 4: random log-probs (old, reference, policy with gradients), a ragged mask,
     rewards with one group of equal rewards and one missing value."""
-    from helpers import loop
+    from helpers.loop import Batch
 
     gen = torch.Generator().manual_seed(seed)
     shape = (8, 7)
@@ -219,7 +220,7 @@ def _toy_batch(seed, dtype=torch.float64):
     rewards[:4] = 1.0
     rewards[5, 0] = math.nan  # a reward function that returned None: nansum skips it
     advantages = torch.randn(8, generator=gen, dtype=dtype)
-    return logp, loop.Batch(None, None, None, mask, rewards, advantages, old, ref)
+    return logp, Batch(None, None, None, mask, rewards, advantages, old, ref)
 
 
 def _written_out_vs_grpo(cells):

@@ -2,7 +2,7 @@
 
     GSM8K_DIR=... python cpu_study/experiments/scratch_variants.py reinforce std clip kl
 
-`helpers.training.loop_runs.run_variant(variant, share_prompt=True)`: 20 AdamW steps of 2 prompts x 8
+`cpu_study.variants.run_variant(variant, share_prompt=True)`: 20 AdamW steps of 2 prompts x 8
 completions x 96 tokens on one-operation course-written train problems, T 0.6, lr 5e-4, held-out
 accuracy on 32 test problems every 5 steps. share_prompt computes the log-probs with one prompt pass
 per group (the same values and gradients, tests/test_loop.py); sampling is plain `generate`.
@@ -12,7 +12,7 @@ Writes results/scratch-variants/<variant>/{metrics.csv,summary.json}.
 import argparse
 from pathlib import Path
 
-from helpers.training.loop_runs import run_variant
+from cpu_study.variants import run_variant
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "results" / "scratch-variants"

@@ -357,7 +357,7 @@ def shared_prompt_logps(
 
 
 def shared_batch_logps(model, batch, config) -> torch.Tensor:
-    """:func:`helpers.loop.batch_logps` with each group's prompt pass shared (:func:`shared_prompt_logps`):
+    """:func:`cpu_study.loop.batch_logps` with each group's prompt pass shared (:func:`shared_prompt_logps`):
     ``(B, T)`` log-probs of ``batch``'s completions at ``config.temperature``, the same values and gradients."""
     ids = torch.cat([batch.prompt_ids, batch.completion_ids], 1)
     mask = torch.cat([batch.prompt_mask, batch.completion_mask], 1)

@@ -1,35 +1,23 @@
-"""Runs of the from-scratch loop (:mod:`helpers.loop`) on the course's data: its prompts and held-out problems,
-its four variants (:data:`VARIANTS`), the policy loaded from a cold start, and the files a run writes
-(``metrics.csv``, ``summary.json``). Read :func:`run_variant` (what ``python -m helpers scratch`` runs) first;
-notebook 07 also reads the benchmark that timed the loop (:func:`bench_tables`)."""
+"""What notebook 07's from-scratch loop runs on: its four variants (:data:`VARIANTS`, :func:`variant_config`,
+:func:`quick`), its prompts (:func:`train_prompts`) and held-out problems (:func:`heldout_set`,
+:func:`heldout_evaluator`), and the benchmark that timed it (:func:`bench_tables`). The CPU study runs the
+variants with the same data (:func:`cpu_study.variants.run_variant`)."""
 
 from __future__ import annotations
 
-import csv
-import json
 import re
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 
 from helpers.data.curriculum import curriculum_dataset
 from helpers.data.problem_sets import heldout_problems
-from helpers.evaluation.provenance import git_commit, machine
-from helpers.evaluation.reports import SUMMARY_FILE
 from helpers.loop import (
-    METRIC_COLUMNS,
-    TIME_PARTS,
     LoopConfig,
-    LoopRun,
-    batch_logps,
-    train_from_scratch,
 )
 from helpers.training.callbacks import HeldoutAccuracy
-from helpers.training.fast_rollouts import shared_batch_logps
-from helpers.training.models import load_model
 from helpers.training.profiles import CPU, Phase
-from helpers.training.run_files import METRICS_FILE
 
 # The pieces added one at a time: each variant is the one before plus one change.
 VARIANTS = {
@@ -76,7 +64,7 @@ def heldout_set(n: int) -> list[dict]:
 
 
 def heldout_evaluator(tokenizer, problems, max_new_tokens: int):
-    """``evaluate(model) -> dict`` for :func:`helpers.loop.train_from_scratch`: greedy accuracy on ``problems``
+    """``evaluate(model) -> dict`` for the loop's ``train_from_scratch`` (notebook 07): greedy accuracy on ``problems``
     and its seconds, as the trainer's held-out curve measures it
     (:meth:`helpers.training.callbacks.HeldoutAccuracy.evaluate`). The global random state is restored after
     each call (greedy generation reseeds it), so that evaluating does not change the rollouts."""
@@ -100,118 +88,6 @@ def train_prompts(config: LoopConfig):
         prompts_per_batch=config.prompts_per_step,
         seed=config.seed,
         family=LOOP_FAMILY,
-    )
-
-
-def write_metrics(rows: list[dict], path) -> Path:
-    """``metrics.csv`` with the columns of :data:`METRIC_COLUMNS` (then any others), empty cells where a row
-    has no value."""
-    path = Path(path)
-    columns = list(METRIC_COLUMNS) + [k for k in dict.fromkeys(k for r in rows for k in r) if k not in METRIC_COLUMNS]
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
-
-
-def loop_summary(run: LoopRun, config: LoopConfig, command: str | None = None, share_prompt: bool = False) -> dict:
-    """``summary.json``: config (with ``share_prompt``), command, commit, machine, held-out curve, total and
-    mean part times."""
-    steps = [r for r in run.rows if r["step"] > 0]
-    summary = {
-        "command": command,
-        "commit": git_commit(),
-        "machine": machine() + f", torch {torch.__version__}",
-        "config": {**asdict(config), "share_prompt": share_prompt},
-        "total_s": round(run.seconds, 1),
-        "mean_s": {k: round(sum(r[k] for r in steps) / len(steps), 2) for k in (*TIME_PARTS, "step_time_s")},
-        "heldout": [{"step": s, **v} for s, v in run.heldout],
-        "final": {k: steps[-1][k] for k in ("reward", "kl", "completions/mean_length", "grad_norm")},
-    }
-    return json.loads(json.dumps(summary, default=str))  # as the file holds it: anything else as text
-
-
-def run_loop(
-    model,
-    tokenizer,
-    config: LoopConfig,
-    *,
-    prompts=None,
-    heldout=None,
-    reward_funcs=None,
-    output_dir=None,
-    share_prompt: bool = False,
-    command: str | None = None,
-    log=print,
-) -> LoopRun:
-    """:func:`helpers.loop.train_from_scratch` with the course's data, then its files.
-
-    Args:
-        prompts: default :func:`train_prompts`; heldout: default :func:`heldout_set` (``[]``: none).
-        reward_funcs: default :data:`helpers.rewards.REWARD_FUNCS`.
-        output_dir: where ``metrics.csv`` and ``summary.json`` go (None: nothing written).
-        share_prompt: log-probs with one prompt pass per group
-            (:func:`helpers.training.fast_rollouts.shared_batch_logps`: the same values and gradients).
-    """
-    prompts = train_prompts(config) if prompts is None else prompts
-    heldout = heldout_set(config.heldout_problems) if heldout is None else list(heldout)
-    evaluate = heldout_evaluator(tokenizer, heldout, config.max_new_tokens) if heldout else None
-    run = train_from_scratch(
-        model,
-        tokenizer,
-        config,
-        prompts,
-        reward_funcs=reward_funcs,
-        evaluate=evaluate,
-        log=log,
-        logps=shared_batch_logps if share_prompt else batch_logps,
-    )
-    if output_dir is not None:
-        Path(output_dir).mkdir(parents=True, exist_ok=True)
-        run.metrics_csv = write_metrics(run.rows, Path(output_dir) / METRICS_FILE)
-        run.summary_json = Path(output_dir) / SUMMARY_FILE
-        run.summary_json.write_text(json.dumps(loop_summary(run, config, command, share_prompt), indent=2) + "\n")
-    return run
-
-
-def run_variant(
-    variant: str,
-    *,
-    steps: int | None = None,
-    cold_start=None,
-    output_dir=None,
-    quick_run: bool = False,
-    seed: int | None = None,
-    share_prompt: bool = False,
-    command: str | None = None,
-    **overrides,
-) -> LoopRun:
-    """Load the policy (the merged cold start ``cold_start``, else SmolLM2-135M-Instruct; fp32, the cpu
-    profile's LoRA) and :func:`run_loop` one variant (:data:`VARIANTS`); what
-    ``python -m helpers scratch`` runs. Files go to ``output_dir`` (default ``outputs/scratch-<variant>``).
-
-    Raises:
-        ValueError: unknown variant; FileNotFoundError: ``cold_start`` holds no model.
-    """
-    config = variant_config(variant, **overrides)
-    config = quick(config) if quick_run else config
-    config = replace(config, **{k: v for k, v in (("steps", steps), ("seed", seed)) if v is not None})
-    if cold_start is not None and not (Path(cold_start) / "config.json").exists():
-        raise FileNotFoundError(f"{cold_start} holds no model (no config.json)")
-    torch.manual_seed(config.seed)  # the LoRA's initial weights, then the rollouts
-    model, tokenizer = load_model(CPU, cold_start, seed=None)  # keeps the stream seeded above
-    print(
-        f"GRPO from scratch, variant {variant}: {config.steps} steps of {config.prompts_per_step} prompts x "
-        f"{config.num_generations} completions x {config.max_new_tokens} tokens, from {cold_start or CPU.model_id}"
-    )
-    return run_loop(
-        model,
-        tokenizer,
-        config,
-        output_dir=output_dir or f"outputs/scratch-{variant}" + "-quick" * quick_run,
-        share_prompt=share_prompt,
-        command=command,
     )
 
 

@@ -1,7 +1,8 @@
 """The from-scratch loop checked against TRL. Read :func:`compare_with_trl` first: it trains a policy with
 TRL 0.22.2's ``GRPOTrainer`` for ``num_iterations`` steps (:func:`trl_steps`, which captures the completions TRL
-sampled), updates a copy of the same starting LoRA with :mod:`helpers.loop` (or notebook 07's own cells:
-``loop=``) on those completions (:func:`loop_steps`), and compares the two LoRAs (:func:`parameter_differences`).
+sampled), updates a copy of the same starting LoRA with the loop's functions (``loop=``: notebook 07's own
+cells, or :mod:`cpu_study.loop`) on those completions (:func:`loop_steps`), and compares the two LoRAs
+(:func:`parameter_differences`).
 The model of these checks is :func:`tiny_policy`.
 """
 
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import torch
 
-import helpers.loop
 from helpers.loop import LoopConfig
 
 LOOP_FUNCTIONS = ("decode_completions", "score_completions", "prepare_batch", "make_optimizer", "optimizer_step")
@@ -125,13 +125,12 @@ def trl_steps(
     return seen, [h for h in trainer.state.log_history if "loss" in h]
 
 
-def loop_steps(model, tokenizer, seen: dict, config: LoopConfig, reward_funcs, loop=None):
+def loop_steps(model, tokenizer, seen: dict, config: LoopConfig, reward_funcs, loop):
     """The scratch update on the batch TRL generated (``seen`` from :func:`trl_steps`): score it, prepare
     it, then ``num_iterations`` AdamW steps. Returns ``(rewards (B, F), batch, [stats per step])``.
 
     ``loop``: where the functions of :data:`LOOP_FUNCTIONS` come from, any object with them as attributes
-    (notebook 07 passes its cells' own); default :mod:`helpers.loop`."""
-    loop = helpers.loop if loop is None else loop
+    (notebook 07 passes its cells' own; the tests :mod:`cpu_study.loop`, their copy)."""
     b = seen["batch"]
     texts = loop.decode_completions(tokenizer, b["completion_ids"])
     rewards = loop.score_completions(reward_funcs, seen["rows"], texts, b["completion_ids"], b["completion_mask"])
@@ -158,9 +157,7 @@ def parameter_differences(ours: dict, theirs: dict, start: dict) -> tuple[float,
     return per_tensor, (diff.norm() / update.norm()).item()
 
 
-def compare_with_trl(
-    policy, tokenizer, rows: list[dict], config: LoopConfig, reward_funcs, output_dir, loop=None
-) -> dict:
+def compare_with_trl(policy, tokenizer, rows: list[dict], config: LoopConfig, reward_funcs, output_dir, loop) -> dict:
     """One generated batch through TRL's trainer (on ``policy``) and through the scratch loop (on a copy of
     ``policy`` as it was; ``loop``: see :func:`loop_steps`): ``{"per_tensor", "of_update"}``
     (:func:`parameter_differences`) and what each side saw (``seen``, ``logged``, ``rewards``, ``batch``,
