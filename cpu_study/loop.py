@@ -277,8 +277,8 @@ def train_from_scratch(
         logps: the log-prob pass, :func:`batch_logps` or one of its signature; log: a print function (None: silent).
 
     Returns:
-        a :class:`LoopRun`: one row per step (:data:`METRIC_COLUMNS`; step 0 holds the held-out accuracy before
-        training) and the held-out curve.
+        a :class:`LoopRun`: one row per step (:data:`helpers.loop.METRIC_COLUMNS`; step 0 holds the held-out
+        accuracy before training) and the held-out curve.
 
     Raises:
         ValueError: fewer prompts than the run needs.

@@ -100,8 +100,9 @@ class Batch:
 
 @dataclass
 class LoopRun:
-    """What :func:`train_from_scratch` measured: rows (:data:`METRIC_COLUMNS`), the held-out curve
-    ``[(step, values)]``, its seconds, and the files a caller wrote (:mod:`helpers.training.loop_runs`)."""
+    """What notebook 07's ``train_from_scratch`` (or :func:`cpu_study.loop.train_from_scratch`) measured: rows
+    (:data:`METRIC_COLUMNS`), the held-out curve ``[(step, values)]``, its seconds, and the files
+    :func:`cpu_study.variants.run_loop` wrote."""
 
     rows: list
     heldout: list

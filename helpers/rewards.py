@@ -165,7 +165,8 @@ def _with_sources(prompts, completions) -> list[tuple[str, list[str]]]:
 
 # ----------------------------------------------------------------------- reward functions
 def correctness_reward_func(prompts=None, completions=(), answer=(), **kwargs) -> list[float]:
-    """2.0 when the extracted answer is evaluated and equals the gold ``answer`` (``grading.is_correct``).
+    """2.0 when the extracted answer is a number (not an expression left unevaluated) equal to the gold
+    ``answer`` (``grading.is_correct``).
 
     ``"<answer>\\n$1,234\\n</answer>"`` vs ``"1234"`` -> 2.0; two answer blocks -> 0.0;
     ``"<answer>\\n8 + 9\\n</answer>"`` vs ``"17"`` -> 0.0 (arithmetic left undone is not paid).
@@ -180,8 +181,9 @@ def correctness_reward_func(prompts=None, completions=(), answer=(), **kwargs) -
 
 
 def is_integer_answer(text: str) -> bool:
-    """The extracted answer (:func:`helpers.grading.extract_answer`) is an integer after normalization:
-    ``-3``, ``1,000``, ``$42``, ``\\boxed{42}`` -> True; ``3.5``, ``3,5``, ``x`` or no answer -> False."""
+    """The extracted answer (:func:`helpers.grading.extract_answer`) is an integer after normalization: an
+    answer block holding ``-3``, ``1,000`` or ``$42``, or ``\\boxed{42}`` -> True; ``3.5``, ``3,5``, ``x`` or no
+    answer -> False."""
     return bool(_INT_RE.fullmatch(normalize_answer(extract_answer(text))))
 
 
@@ -250,8 +252,8 @@ def layout_xmlcount_reward_func(prompts=None, completions=(), answer=None, **kwa
 def strict_format_reward_func(prompts=None, completions=(), answer=None, **kwargs) -> list[float]:
     """0.5 for the strict layout (:func:`strict_layout`) holding real reasoning and a number.
 
-    Both blocks must pass :func:`content_checked`: reasoning with a number that is not in the
-    prompt (``prompts``, TRL's; default the course's system prompt), and an answer that
+    Both blocks must pass :func:`content_checked`: real reasoning (:func:`is_real_reasoning`: a number
+    that is not in the prompt, ``prompts``, TRL's, default the course's system prompt), and an answer that
     parses as a number. ``<reasoning>\\n9 * 2 = 18\\n</reasoning>\\n<answer>\\n18\\n</answer>``
     -> 0.5; the template copy, or reasoning ``"Let me think."`` -> 0.0.
 

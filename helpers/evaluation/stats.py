@@ -33,7 +33,8 @@ def mcnemar_exact_p(b: int, c: int) -> float:
     """Two-sided exact McNemar p-value from the discordant counts ``b`` and ``c`` (McNemar 1947, exact
     conditional form): under H0 each of the ``b + c`` discordant questions favours either model with
     probability 1/2, so ``p = scipy.stats.binomtest(b, b + c, 0.5).pvalue``
-    ``= min(1, 2 * sum_{k <= min(b, c)} C(n, k) / 2^n)``. ``b = c = 0`` gives 1; ``b=1, c=6`` -> 0.125.
+    ``= min(1, 2 * sum_{k <= min(b, c)} C(n, k) / 2^n)`` with ``n = b + c``. ``b = c = 0`` gives 1;
+    ``b=1, c=6`` -> 0.125.
 
     Raises:
         ValueError: a negative or non-integer count (``bool`` and ``1.5`` included).

@@ -13,9 +13,7 @@ import torch
 
 from helpers.data.curriculum import curriculum_dataset
 from helpers.data.problem_sets import heldout_problems
-from helpers.loop import (
-    LoopConfig,
-)
+from helpers.loop import LoopConfig
 from helpers.training.callbacks import HeldoutAccuracy
 from helpers.training.profiles import CPU, Phase
 

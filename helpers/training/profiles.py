@@ -161,10 +161,10 @@ class Profile:
 
 # Completions up to 512 tokens, not the 200 of Unsloth's T4 run, where most early completions hit the cap
 # (and a cut one earns no correctness reward); 512 is above every per-step mean length Unsloth's GRPO notebooks
-# logged and leaves the prompt its 256 within max_seq_length 1024 (vLLM's max_model_len). The evidence,
-# the memory (tools.t4_memory: about 2.9 GiB a step while vLLM sleeps) and the time bounds (Unsloth's
-# 24.1 s a step was at the 200 cap) are in docs/t4.md. callbacks.TruncationGuard warns when completions
-# stay clipped.
+# logged and leaves the prompt its 256 within max_seq_length 1024 (vLLM's max_model_len). The evidence, the
+# memory (tools.t4_memory: an estimated trainer peak of about 2.9 GiB while vLLM sleeps) and the time bounds
+# (Unsloth's 24.1 s a step was at the 200 cap) are in docs/t4.md. callbacks.TruncationGuard warns when
+# completions stay clipped.
 T4 = Profile(
     name="t4",
     description="Colab T4: Qwen2.5-3B-Instruct, 4-bit, Unsloth + vLLM, fp16",
@@ -303,7 +303,7 @@ def shortened(profile: Profile) -> Profile:
 def format_recipe(profile: Profile) -> Profile:
     """The recipe of the first reference runs (``results/cpu-cold96-*``, ``results/cpu-cold160-*``),
     which taught the format but not the arithmetic: a cold start on 160 GSM8K solutions only, then
-    20 GRPO steps of one GSM8K train prompt x 8 completions x 160 tokens at T = 1.0 and lr 3e-4, no
+    20 GRPO steps of one GSM8K train prompt x 8 completions x 160 tokens at T = 1.0, lr 3e-4 and beta 0.04, no
     curriculum, no held-out curve, evaluation on 64 GSM8K test questions. Notebook 05's reward-hacking
     demo runs it. A ``-quick`` profile stays at smoke size."""
     recipe = PROFILES[profile.name.removesuffix("-quick")].replace(
