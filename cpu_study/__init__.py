@@ -9,5 +9,5 @@ module (:mod:`loop`) and the runs of its variants (:mod:`variants`), the READMEs
 (:mod:`blocks`) and the copies of finished runs kept in ``results/`` (:mod:`reference`). ``experiments/``
 holds the scripts that made those runs; ``python -m cpu_study`` is its command line (:mod:`cli`).
 
-It imports the course (:mod:`helpers`); the course never imports it. Notebooks 07 and 08 read it.
+It imports the course (:mod:`helpers`); the course never imports it. Notebooks 04, 07 and 08 read it.
 """

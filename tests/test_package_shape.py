@@ -1,5 +1,5 @@
 """The course package and the study stay apart and small (tools/package_shape.py measures them): no import
-from helpers into cpu_study, no import circle (imports inside functions count), no helpers module over 450
+by a helpers module of cpu_study, no import circle (imports inside functions count), no helpers module over 450
 lines, and the lines helpers holds and notebooks 05 and 06 reach kept from growing."""
 
 import sys

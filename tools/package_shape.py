@@ -130,7 +130,7 @@ def reach(starts: set[str], graph: dict[str, set[str]]) -> set[str]:
 
 def shape(root: Path = ROOT) -> dict:
     """The measures: ``helpers_lines``, ``study_lines``, ``largest`` (lines, module) of helpers,
-    ``circles``, ``course_to_study`` (imports from helpers into cpu_study), ``t4_reach_lines`` and
+    ``circles``, ``course_to_study`` (imports of cpu_study by helpers modules), ``t4_reach_lines`` and
     ``t4_reach`` (modules notebooks 05 and 06 reach at module level)."""
     mods = modules(root)
     everywhere, top = import_graph(mods), import_graph(mods, top_level_only=True)
