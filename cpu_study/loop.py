@@ -114,7 +114,7 @@ def compute_advantages(rewards, config):
 def batch_logps(model, batch, config):
     """``(B, T)`` log-probs of the completion tokens under ``model`` at the sampling temperature (with gradients
     unless under ``no_grad``), the numbers of :func:`helpers.grpo.completion_logps`. A function of the same
-    signature can replace it as ``logps``, e.g. :func:`helpers.training.fast_rollouts.shared_batch_logps`."""
+    signature can replace it as ``logps``, e.g. :func:`cpu_study.variants.shared_batch_logps`."""
     ids = torch.cat([batch.prompt_ids, batch.completion_ids], dim=1)  # (B, P + T)
     mask = torch.cat([batch.prompt_mask, batch.completion_mask], dim=1)
     width = batch.completion_ids.size(1)  # T

@@ -18,7 +18,7 @@ from helpers.evaluation.plots import finish_figure, read_metrics, rolling_mean
 from helpers.evaluation.provenance import git_commit, machine
 from helpers.evaluation.reports import SUMMARY_FILE
 from helpers.loop import METRIC_COLUMNS, TIME_PARTS, LoopConfig, LoopRun
-from helpers.training.fast_rollouts import shared_batch_logps
+from helpers.training.fast_rollouts import shared_prompt_logps
 from helpers.training.loop_runs import VARIANTS, heldout_evaluator, heldout_set, quick, train_prompts, variant_config
 from helpers.training.models import load_model
 from helpers.training.profiles import CPU
@@ -123,6 +123,15 @@ def plot_variant_runs(runs: dict, show: bool = True):
     return finish_figure(fig, show)
 
 
+def shared_batch_logps(model, batch, config) -> torch.Tensor:
+    """:func:`cpu_study.loop.batch_logps` with each group's prompt pass shared
+    (:func:`helpers.training.fast_rollouts.shared_prompt_logps`):
+    ``(B, T)`` log-probs of ``batch``'s completions at ``config.temperature``, the same values and gradients."""
+    ids = torch.cat([batch.prompt_ids, batch.completion_ids], 1)
+    mask = torch.cat([batch.prompt_mask, batch.completion_mask], 1)
+    return shared_prompt_logps(model, ids, mask, batch.completion_ids.size(1), config.temperature)[0]
+
+
 def write_metrics(rows: list[dict], path) -> Path:
     """``metrics.csv`` with the columns of :data:`helpers.loop.METRIC_COLUMNS` (then any others), empty cells
     where a row has no value."""
@@ -173,7 +182,7 @@ def run_loop(
         reward_funcs: default :data:`helpers.rewards.REWARD_FUNCS`.
         output_dir: where ``metrics.csv`` and ``summary.json`` go (None: nothing written).
         share_prompt: log-probs with one prompt pass per group
-            (:func:`helpers.training.fast_rollouts.shared_batch_logps`: the same values and gradients).
+            (:func:`shared_batch_logps`: the same values and gradients).
     """
     prompts = train_prompts(config) if prompts is None else prompts
     heldout = heldout_set(config.heldout_problems) if heldout is None else list(heldout)

@@ -163,7 +163,7 @@ def group_advantages(rewards: torch.Tensor, group_size: int, scale: str = "group
     std, ``"batch"`` by the whole batch's, ``"none"`` not at all (Dr. GRPO, Liu et al. 2025: the std
     up-weights groups that are almost all right or all wrong). The std is unbiased (divisor G - 1), as in
     TRL. A group of equal rewards (no learning signal) gets exactly 0, where TRL's ``(r - mean) / eps``
-    leaves rounding noise (for rewards of 0.1 at G = 8: about 1e-13 in float64, up to ~1e-4 in TRL's float32).
+    leaves the mean's rounding error divided by eps (larger in TRL's float32 rewards than in float64).
 
     Args:
         rewards: ``(B,)`` one reward per completion, G consecutive per prompt; int or bool rewards are

@@ -23,7 +23,6 @@ from cpu_study import loop, variants
 from helpers import grpo
 from helpers.loop import METRIC_COLUMNS, Batch, LoopConfig
 from helpers.training import loop_runs, trl_check
-from helpers.training.fast_rollouts import shared_batch_logps
 
 trl = pytest.importorskip("trl")
 G = 4  # completions per prompt: a power of 2, so TRL's float32 group mean of equal rewards is exact
@@ -313,7 +312,7 @@ def test_shared_prompt_pass_gives_the_unshared_gradients(tiny_model_dir):
     for share in (False, True):
         cfg = config
         model.zero_grad()
-        logps = (shared_batch_logps if share else loop.batch_logps)(model, batch, cfg)
+        logps = (variants.shared_batch_logps if share else loop.batch_logps)(model, batch, cfg)
         loss, stats = grpo.grpo_loss(
             logps,
             batch.old_logps,

@@ -13,7 +13,7 @@ import package_shape  # noqa: E402
 MAX_MODULE_LINES = 450
 # Budgets at the measured size; the targets are 8,000 and 6,000 lines (docs/LOG.md, 2026-12-07):
 # lower them as the package shrinks, never raise them to let code in.
-MAX_HELPERS_LINES = 9_320
+MAX_HELPERS_LINES = 9_310
 MAX_T4_REACH_LINES = 5_310
 
 SHAPE = package_shape.shape()

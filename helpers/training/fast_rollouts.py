@@ -354,11 +354,3 @@ def shared_prompt_logps(
                 logps[i] = row_logps[k]
                 entropies[i] = row_entropies[k] if compute_entropy else None
     return torch.stack(logps), torch.stack(entropies) if compute_entropy else None
-
-
-def shared_batch_logps(model, batch, config) -> torch.Tensor:
-    """:func:`cpu_study.loop.batch_logps` with each group's prompt pass shared (:func:`shared_prompt_logps`):
-    ``(B, T)`` log-probs of ``batch``'s completions at ``config.temperature``, the same values and gradients."""
-    ids = torch.cat([batch.prompt_ids, batch.completion_ids], 1)
-    mask = torch.cat([batch.prompt_mask, batch.completion_mask], 1)
-    return shared_prompt_logps(model, ids, mask, batch.completion_ids.size(1), config.temperature)[0]
